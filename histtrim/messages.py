@@ -1,0 +1,202 @@
+"""The two history representations (TURN-1): provider-facing `ChatMessage` rows and the
+structured `ConversationMessage` union, plus the constants every layer shares."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictStr,
+    Tag,
+    TypeAdapter,
+    field_validator,
+)
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+TOOL_RESULTS_PREFIX = "[Tool results]"
+"""A user row starting with this text carries tool results (prompt mode): never a new turn."""
+
+BREADCRUMB = "[earlier turns omitted to fit the context window]"
+"""The context note inserted before the first kept turn after a trim (SEEN-1)."""
+
+
+class RowFacts(NamedTuple):
+    """What every limit and the estimate read from a row, computed once per (frozen) row."""
+
+    opens_turn: bool
+    """TURN-2/TURN-3: a real user row opens a turn; a `[Tool results]` carrier does not."""
+    utf8_bytes: int
+    image_markers: bool
+    """A real user row with `[IMAGE:` text: its price needs the marker split (EST-2)."""
+
+
+_NOT_A_ROW = RowFacts(opens_turn=False, utf8_bytes=0, image_markers=False)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(_Frozen):
+    """One call the assistant asked for; `arguments` is JSON text (a dict is encoded)."""
+
+    id: StrictStr = Field(min_length=1)
+    name: StrictStr = Field(min_length=1)
+    arguments: StrictStr = "{}"
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _encode_arguments(cls, value: Any) -> Any:
+        if isinstance(value, Mapping | list):
+            return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return value
+
+
+class Attachment(_Frozen):
+    """A file a tool declared with its result; only images are dispatched to the model."""
+
+    kind: StrictStr = "image"
+    target: StrictStr = Field(min_length=1)
+
+
+def _attachment(value: Attachment | str) -> Attachment:
+    return value if isinstance(value, Attachment) else Attachment(target=value)
+
+
+class ChatMessage(_Frozen):
+    """A provider-facing row: `content` is exactly the text sent to the provider."""
+
+    kind: Literal["chat"] = "chat"
+    role: Role
+    content: StrictStr
+
+    if TYPE_CHECKING:
+        facts: ClassVar[RowFacts]  # per row, set once by model_post_init
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Compute the row facts once, when the row is made: every later trim reads them."""
+        content = self.content
+        size = len(content) if content.isascii() else len(content.encode("utf-8"))
+        real_user = self.role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
+        self.__dict__["facts"] = RowFacts(real_user, size, real_user and "[IMAGE:" in content)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy whose facts match its (possibly updated) content."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.model_post_init(None)
+        return copied
+
+    @classmethod
+    def system(cls, text: str) -> ChatMessage:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> ChatMessage:
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, text: str) -> ChatMessage:
+        return cls(role="assistant", content=text)
+
+    @classmethod
+    def assistant_tool_calls(
+        cls, text: str | None, calls: Iterable[ToolCall | Mapping[str, Any]]
+    ) -> ChatMessage:
+        """A native tool-call row: `{"content": text|null, "tool_calls": [...]}`."""
+        checked = AssistantToolCalls(text=text, tool_calls=tuple(calls))  # type: ignore[arg-type]
+        envelope = {
+            "content": checked.text,
+            "tool_calls": [call.model_dump() for call in checked.tool_calls],
+        }
+        return cls(role="assistant", content=_compact(envelope))
+
+    @classmethod
+    def tool_result(
+        cls,
+        tool_call_id: str,
+        content: str,
+        *,
+        attachments: Sequence[Attachment | str] | None = None,
+    ) -> ChatMessage:
+        """A native tool-result row; `attachments` (image targets) are declared by the tool."""
+        result = ToolResultMessage(tool_call_id=tool_call_id, content=content)
+        envelope: dict[str, Any] = {"tool_call_id": result.tool_call_id, "content": result.content}
+        if attachments is not None:
+            envelope["attachments"] = [_attachment(a).model_dump() for a in attachments]
+        return cls(role="tool", content=_compact(envelope))
+
+
+class AssistantToolCalls(_Frozen):
+    """Structured: the assistant's text (if any) and the tool calls it made."""
+
+    kind: Literal["assistant_tool_calls"] = "assistant_tool_calls"
+    facts: ClassVar[RowFacts] = _NOT_A_ROW
+    text: StrictStr | None = None
+    tool_calls: tuple[ToolCall, ...] = Field(min_length=1)
+
+
+class ToolResultMessage(_Frozen):
+    """Structured: the output of one tool call."""
+
+    tool_call_id: StrictStr = Field(min_length=1)
+    content: StrictStr
+    tool_name: StrictStr | None = None
+
+
+class ToolResults(_Frozen):
+    """Structured: the results of one round of tool calls."""
+
+    kind: Literal["tool_results"] = "tool_results"
+    facts: ClassVar[RowFacts] = _NOT_A_ROW
+    results: tuple[ToolResultMessage, ...] = Field(min_length=1)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return str(value.get("kind", "chat"))
+    return str(getattr(value, "kind", "chat"))
+
+
+ConversationMessage = Annotated[
+    Annotated[ChatMessage, Tag("chat")]
+    | Annotated[AssistantToolCalls, Tag("assistant_tool_calls")]
+    | Annotated[ToolResults, Tag("tool_results")],
+    Discriminator(_kind),
+]
+"""A structured `Agent.history` item, discriminated on `kind` ("chat" by default)."""
+
+Row = ChatMessage | AssistantToolCalls | ToolResults
+"""Any row of either representation (the plain union, for typing)."""
+
+_CHAT_ROWS: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+_CONVERSATION: TypeAdapter[list[ConversationMessage]] = TypeAdapter(list[ConversationMessage])
+_STRUCTURED = (ChatMessage, AssistantToolCalls, ToolResults)
+
+
+def chat_rows(history: Iterable[ChatMessage | Mapping[str, Any]]) -> Sequence[ChatMessage]:
+    """The rows as `ChatMessage`s; dicts are validated (errors name the row and field)."""
+    rows = history if isinstance(history, Sequence) else list(history)
+    if all(isinstance(row, ChatMessage) for row in rows):
+        return rows  # type: ignore[return-value]
+    return _CHAT_ROWS.validate_python(list(rows))
+
+
+def conversation_rows(
+    history: Iterable[ConversationMessage | Mapping[str, Any]],
+) -> Sequence[ConversationMessage]:
+    """The items as structured messages; dicts are validated (errors name the item and field)."""
+    rows = history if isinstance(history, Sequence) else list(history)
+    if all(isinstance(row, _STRUCTURED) for row in rows):
+        return rows  # type: ignore[return-value]
+    return _CONVERSATION.validate_python(list(rows))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

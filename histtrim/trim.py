@@ -1,0 +1,186 @@
+"""The three whole-turn trims (KEEP-1..3), the single-turn drop and the breadcrumb.
+
+Every trim derives its cut from one `TurnIndex`; kept rows plus `dropped` rows are
+exactly the input, and the input is never mutated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from .estimate import message_costs
+from .messages import (
+    BREADCRUMB,
+    ChatMessage,
+    ConversationMessage,
+    Row,
+    chat_rows,
+    conversation_rows,
+)
+from .turns import TurnIndex, index_turns, is_system, leading_system_count
+
+M = TypeVar("M", bound=Row)
+
+
+@dataclass(frozen=True)
+class TrimResult:
+    """What the token-budget trim kept and dropped (KEEP-1, CAP-1)."""
+
+    history: list[ChatMessage]
+    dropped: list[ChatMessage] = field(repr=False)
+    dropped_messages: int
+    dropped_turns: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    budget_tokens: int
+
+    @property
+    def trimmed(self) -> bool:
+        return self.dropped_turns > 0
+
+    @property
+    def over_budget(self) -> bool:
+        """True when a positive budget is still exceeded (only the newest turn can cause it)."""
+        return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
+
+
+@dataclass(frozen=True)
+class TurnCountTrimResult(Generic[M]):
+    """What a turn-count trim kept and dropped (KEEP-2, LIMIT-1..2)."""
+
+    history: list[M]
+    dropped: list[M] = field(repr=False)
+    dropped_messages: int
+    dropped_turns: int
+    kept_turns: int
+    max_turns: int
+
+    @property
+    def trimmed(self) -> bool:
+        return self.dropped_turns > 0
+
+
+def _non_negative(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _cut(rows: Sequence[M], index: TurnIndex, first_kept: int) -> tuple[list[M], list[M]]:
+    """Keep the prefix (and crumb) plus turns `first_kept..`; return (kept, dropped)."""
+    body, cut = index.body_start, index.turn_start(first_kept)
+    return [*rows[:body], *rows[cut:]], list(rows[body:cut])
+
+
+def first_turn_within(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
+    """The oldest turn of the longest suffix of whole turns that fits the budget, and the
+    kept size; the newest turn is always kept. One backward pass over the costs."""
+    kept = sum(costs[: index.body_start]) + sum(costs[index.turn_start(index.turn_count - 1) :])
+    first = index.turn_count - 1
+    while first > 0:
+        turn_cost = sum(costs[index.turn_start(first - 1) : index.turn_start(first)])
+        if kept + turn_cost > budget:
+            break
+        kept += turn_cost
+        first -= 1
+    return first, kept
+
+
+def trim_to_recent_turns(
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    budget_tokens: int,
+    *,
+    crumb_present: bool = False,
+) -> TrimResult:
+    """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
+
+    Budget 0 disables the trim; the newest turn stays even when it alone is over."""
+    budget = _non_negative("budget_tokens", budget_tokens)
+    rows = chat_rows(history)
+    index = index_turns(rows, crumb_present=crumb_present)
+    costs = message_costs(rows, index)
+    total = sum(costs)
+    if budget == 0 or total <= budget or index.turn_count <= 1:
+        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget)
+    first, kept_tokens = first_turn_within(index, costs, budget)
+    kept, dropped = _cut(rows, index, first)
+    return TrimResult(
+        kept, dropped, len(dropped), first, index.turn_count - first, total, kept_tokens, budget
+    )
+
+
+def trim_to_recent_turn_count(
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    max_turns: int,
+    *,
+    has_leading_breadcrumb: bool = False,
+) -> TurnCountTrimResult[ChatMessage]:
+    """Keep the newest `max(max_turns, 1)` turns of a provider-facing history.
+
+    The leading system block and the breadcrumb stay in place; a later system row goes
+    with its turn."""
+    limit = _non_negative("max_turns", max_turns)
+    rows = chat_rows(history)
+    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    drop = index.turn_count - max(limit, 1)
+    if drop <= 0:
+        return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
+    kept, dropped = _cut(rows, index, drop)
+    return TurnCountTrimResult(kept, dropped, len(dropped), drop, index.turn_count - drop, limit)
+
+
+def trim_conversation_to_recent_turns(
+    history: Iterable[ConversationMessage | Mapping[str, Any]],
+    max_turns: int,
+    *,
+    has_leading_breadcrumb: bool = False,
+) -> TurnCountTrimResult[ConversationMessage]:
+    """Keep the newest `max(max_turns, 1)` turns of the structured `Agent.history`.
+
+    When it trims, every system row is kept and moved to the front in order, and the
+    breadcrumb is dropped (its owner re-inserts it); neither counts as a dropped message."""
+    limit = _non_negative("max_turns", max_turns)
+    rows = conversation_rows(history)
+    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    drop = index.turn_count - max(limit, 1)
+    if drop <= 0:
+        return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
+    cut = index.turn_start(drop)
+    systems = [row for row in rows if is_system(row)]
+    body = [row for row in rows[cut:] if not is_system(row)]
+    dropped = [
+        row for row in rows[index.prefix_len : cut] if not is_system(row)
+    ]  # crumb included: it is removed from the output
+    crumb_rows = index.crumb is not None
+    return TurnCountTrimResult(
+        [*systems, *body], dropped, len(dropped) - crumb_rows, drop, index.turn_count - drop, limit
+    )
+
+
+def drop_oldest_whole_turn(
+    history: Sequence[M], *, crumb_present: bool = False
+) -> tuple[list[M], int]:
+    """Drop the oldest turn (and any preamble) if another remains: (new list, rows dropped)."""
+    index = index_turns(history, crumb_present=crumb_present)
+    if index.turn_count <= 1:
+        return list(history), 0
+    kept, dropped = _cut(history, index, 1)
+    return kept, len(dropped)
+
+
+def breadcrumb_message() -> ChatMessage:
+    """The context note as the model sees it: a user row (its slot is named by the owner's flag)."""
+    return ChatMessage.user(BREADCRUMB)
+
+
+def insert_breadcrumb(history: Sequence[M], *, crumb_present: bool) -> list[M | ChatMessage]:
+    """Insert the breadcrumb once, right after the leading system rows (SEEN-1)."""
+    if crumb_present:
+        index_turns(history, crumb_present=True)  # the flag must name a real crumb slot
+        return list(history)
+    prefix = leading_system_count(history)
+    return [*history[:prefix], breadcrumb_message(), *history[prefix:]]

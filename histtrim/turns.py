@@ -1,0 +1,96 @@
+"""The turn index every limit is computed from (TURN-2..5).
+
+The boundary test is `opens_turn` (one rule, cached per row as `RowFacts.opens_turn`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress
+
+from .messages import BREADCRUMB, ChatMessage, Row, RowFacts
+
+
+def opens_turn(message: Row) -> bool:
+    """A real user row opens a turn; a `[Tool results]` carrier continues the previous one.
+
+    The test itself is `RowFacts.opens_turn`, computed once per row."""
+    return message.facts.opens_turn
+
+
+def is_system(message: object) -> bool:
+    return isinstance(message, ChatMessage) and message.role == "system"
+
+
+def leading_system_count(history: Sequence[object]) -> int:
+    """How many rows form the leading system block (TURN-5)."""
+    count = 0
+    for message in history:
+        if not is_system(message):
+            break
+        count += 1
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class TurnIndex:
+    """Where the system prefix, the breadcrumb slot and each turn start.
+
+    Rows after the prefix/crumb and before the first boundary belong to no turn: they
+    are dropped together with the first turn."""
+
+    length: int
+    prefix_len: int
+    crumb: int | None
+    starts: tuple[int, ...]
+    facts: list[RowFacts] = field(repr=False, compare=False)
+
+    @property
+    def body_start(self) -> int:
+        """First row after the system prefix and the breadcrumb."""
+        return self.prefix_len + (self.crumb is not None)
+
+    @property
+    def turn_count(self) -> int:
+        return len(self.starts)
+
+    def turn_start(self, turn: int) -> int:
+        """First row that is kept when turns `turn..` are kept (turn 0 takes the preamble)."""
+        return self.body_start if turn == 0 else self.starts[turn]
+
+    def turn_end(self, turn: int) -> int:
+        return self.starts[turn + 1] if turn + 1 < len(self.starts) else self.length
+
+    def turn_of(self) -> list[int]:
+        """The turn of every row: -1 for the prefix and the crumb."""
+        owner = [-1] * self.length
+        for turn in range(self.turn_count):
+            for row in range(self.turn_start(turn), self.turn_end(turn)):
+                owner[row] = turn
+        return owner
+
+
+def index_turns(
+    history: Sequence[Row], *, crumb_present: bool = False
+) -> TurnIndex:
+    """Index a history of either representation in one pass.
+
+    `crumb_present` is the owner's flag: the row after the system prefix is the
+    breadcrumb. It is never inferred from text; a row equal to it is an ordinary turn."""
+    prefix = leading_system_count(history)
+    crumb: int | None = None
+    if crumb_present:
+        slot = history[prefix] if prefix < len(history) else None
+        if not (
+            isinstance(slot, ChatMessage) and slot.role == "user" and slot.content == BREADCRUMB
+        ):
+            raise ValueError(
+                f"crumb_present=True but row {prefix} (after the system prefix) is not the "
+                "breadcrumb"
+            )
+        crumb = prefix
+    facts = [row.facts for row in history]
+    starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
+    if crumb is not None:
+        starts = starts[1:]  # the crumb slot is the first user row; it opens no turn
+    return TurnIndex(len(history), prefix, crumb, starts, facts)

@@ -1,0 +1,163 @@
+"""Project-level checks: environment.yml vs pyproject.toml, the rules copy, rule citations."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_RULES = ROOT.parent / "shared" / "spec" / "RULES.md"
+RULES = ROOT / "notebooks" / "spec" / "RULES.md"
+RULE_ID = re.compile(r"\b(?:TURN|KEEP|BUDGET|CAP|ROUTE|EST|RUN|LIMIT|SEEN|PAIR)-\d+\b")
+EXPECTED_RULE_COUNT = 44
+
+
+def _norm(name: str) -> str:
+    """PEP 503 normalization of a distribution name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _req_name(spec: str) -> str:
+    """The distribution name of a requirement or conda spec ('nbval==0.11.*' -> 'nbval')."""
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+    assert match, f"unparsable requirement: {spec!r}"
+    return _norm(match.group(1))
+
+
+def _parse_environment_yml(text: str) -> tuple[str | None, list[str], list[str]]:
+    """Hand-parse environment.yml: (name, conda dependencies, pip dependencies)."""
+    name: str | None = None
+    conda: list[str] = []
+    pip: list[str] = []
+    section: str | None = None
+    in_pip = False
+    pip_indent = -1
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        stripped = line.strip()
+        if indent == 0:
+            key, _, value = stripped.partition(":")
+            section = key
+            in_pip = False
+            if key == "name":
+                name = value.strip()
+            continue
+        if section != "dependencies" or not stripped.startswith("- "):
+            continue
+        item = stripped[2:].strip()
+        if in_pip and indent > pip_indent:
+            pip.append(item)
+            continue
+        in_pip = False
+        if item == "pip:":
+            in_pip = True
+            pip_indent = indent
+            continue
+        conda.append(item)
+    return name, conda, pip
+
+
+def test_environment_yml_matches_pyproject() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    project = pyproject["project"]
+    extras = project["optional-dependencies"]
+    declared = {
+        _req_name(r) for r in [*project["dependencies"], *extras["notebooks"], *extras["dev"]]
+    }
+
+    name, conda, pip = _parse_environment_yml(
+        (ROOT / "environment.yml").read_text(encoding="utf-8")
+    )
+    assert name == "histtrim"
+    conda_names = [_req_name(dep) for dep in conda]
+    assert "python" in conda_names
+    assert "pip" in conda_names
+    assert len(conda_names) == len(set(conda_names)), "duplicate conda dependency"
+    assert set(conda_names) - {"python", "pip"} == declared
+    assert pip == ["-e ."]
+
+
+def test_python_versions_agree() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+    _, conda, _ = _parse_environment_yml((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    assert "python=3.11" in conda
+
+
+def test_nbval_pinned_in_both() -> None:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "nbval==0.11.*" in pyproject["project"]["optional-dependencies"]["dev"]
+    _, conda, _ = _parse_environment_yml((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    assert "nbval=0.11" in conda
+
+
+def test_rules_copy_is_verbatim() -> None:
+    text = RULES.read_text(encoding="utf-8")
+    if SHARED_RULES.exists():
+        assert text == SHARED_RULES.read_text(encoding="utf-8")
+    assert (RULES.parent / "history-management.es.txt").is_file()
+    ids = RULE_ID.findall(text)
+    # Each rule is one bullet starting with its ID, and the bullets name 44 distinct rules.
+    bullets = re.findall(r"^- (\S+) ", text, flags=re.MULTILINE)
+    assert len(bullets) == EXPECTED_RULE_COUNT
+    assert len(set(bullets)) == EXPECTED_RULE_COUNT
+    assert set(bullets) <= set(ids)
+    assert len(set(ids)) == EXPECTED_RULE_COUNT
+
+
+def _rule_ids() -> list[str]:
+    return sorted(set(RULE_ID.findall(RULES.read_text(encoding="utf-8"))))
+
+
+@pytest.mark.xfail(reason="TEMPORARY: the notebooks land in the next commits", strict=False)
+def test_every_rule_is_cited() -> None:
+    """Every rule ID is cited verbatim in a notebook and in a test file."""
+    notebooks = [
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "notebooks").glob("*.ipynb"))
+    ]
+    tests = [
+        p.read_text(encoding="utf-8")
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if p.name != "test_project.py"
+    ]
+    missing: dict[str, list[str]] = {}
+    for rule in _rule_ids():
+        pattern = re.compile(rf"\b{re.escape(rule)}\b")
+        where = []
+        if not any(pattern.search(nb) for nb in notebooks):
+            where.append("notebook")
+        if not any(pattern.search(src) for src in tests):
+            where.append("test")
+        if where:
+            missing[rule] = where
+    assert not missing, f"rule IDs not cited: {missing}"
+
+
+def test_ci_runs_make_test() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert script.startswith("#!")
+    assert "set -euo pipefail" in script
+    assert re.search(r"^make test$", script, flags=re.MULTILINE)
+
+
+def test_sanitize_cfg_format() -> None:
+    lines = (ROOT / "notebooks" / "sanitize.cfg").read_text(encoding="utf-8").splitlines()
+    pairs = [
+        (line, lines[i + 1])
+        for i, line in enumerate(lines)
+        if line.startswith("regex:") and i + 1 < len(lines)
+    ]
+    assert pairs, "no regex/replace pairs"
+    for regex_line, replace_line in pairs:
+        assert regex_line.startswith("regex: ") and not regex_line.startswith("regex:  ")
+        assert replace_line.startswith("replace: ")
+        re.compile(regex_line.removeprefix("regex: "))
+    regexes = {r.removeprefix("regex: ") for r, _ in pairs}
+    assert "0x[0-9a-fA-F]+" in regexes
+    assert r"https://errors\.pydantic\.dev/[0-9.]+/" in regexes
