@@ -1,11 +1,5 @@
 """histtrim: the executable reference for how an agent runtime manages conversation history."""
 
-from .capacity import (
-    CapacityReport,
-    ContextCapacityExceeded,
-    capacity_report,
-    check_request,
-)
 from .carriers import (
     image_marker,
     is_loadable_target,
@@ -15,16 +9,6 @@ from .carriers import (
     split_image_markers,
     to_chat_messages,
     tool_results_carrier,
-)
-from .config import (
-    DEFAULT_MAX_HISTORY_TURNS,
-    FALLBACK_CONTEXT_TOKENS,
-    AgentConfig,
-    AgentProfile,
-    HistoryPruning,
-    ModelRoute,
-    ProviderProfile,
-    RuntimeProfile,
 )
 from .estimate import (
     FRAME_TOKENS,
@@ -53,7 +37,6 @@ from .messages import (
     chat_rows,
     conversation_rows,
 )
-from .route import ResolvedRuntime, resolve_runtime, select_route
 from .trim import (
     TrimResult,
     TurnCountTrimResult,
@@ -68,25 +51,14 @@ from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
 
 __all__ = [
     "BREADCRUMB",
-    "DEFAULT_MAX_HISTORY_TURNS",
-    "FALLBACK_CONTEXT_TOKENS",
     "FRAME_TOKENS",
     "IMAGE_TOKENS",
     "TOOL_RESULTS_PREFIX",
-    "AgentConfig",
-    "AgentProfile",
     "AssistantToolCalls",
     "Attachment",
-    "CapacityReport",
     "ChatMessage",
-    "ContextCapacityExceeded",
     "ConversationMessage",
-    "HistoryPruning",
-    "ModelRoute",
-    "ProviderProfile",
-    "ResolvedRuntime",
     "Role",
-    "RuntimeProfile",
     "ToolCall",
     "ToolResultMessage",
     "ToolResults",
@@ -95,9 +67,7 @@ __all__ = [
     "TurnCountTrimResult",
     "TurnIndex",
     "breadcrumb_message",
-    "capacity_report",
     "chat_rows",
-    "check_request",
     "conversation_rows",
     "dispatched_images",
     "drop_oldest_whole_turn",
@@ -115,8 +85,6 @@ __all__ = [
     "opens_turn",
     "parse_tool_calls",
     "parse_tool_result",
-    "resolve_runtime",
-    "select_route",
     "split_carrier_attachments",
     "split_image_markers",
     "text_tokens",
