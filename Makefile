@@ -56,6 +56,8 @@ spec: $(INSTALLED)
 # Regenerate committed outputs in place (idempotent: `git diff --exit-code notebooks/` afterwards).
 notebooks: $(INSTALLED)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace $(NB)
+	# A kernel may split one print into two stream outputs under load: merge them.
+	$(BIN)/jupyter nbconvert --to notebook --coalesce-streams --inplace $(NB)
 	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.language_info.version" $(NB)
 
 # `make nb/01_turns` == `make notebooks NB=notebooks/01_turns.ipynb`

@@ -86,8 +86,7 @@ def dispatched_images(message: ChatMessage, *, current_turn: bool) -> int:
 def estimate_image_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) -> int:
     """The image part of `estimate_history_tokens` (EST-2..3): IMAGE_TOKENS per dispatched image."""
     rows = chat_rows(history)
-    index = index_turns(rows)
-    current = index.starts[-1] if index.starts else len(rows)
+    current = index_turns(rows).current_turn_after
     return IMAGE_TOKENS * sum(
         dispatched_images(m, current_turn=i > current) for i, m in enumerate(rows)
     )
@@ -96,16 +95,17 @@ def estimate_image_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) ->
 def message_costs(history: Sequence[ChatMessage], index: TurnIndex | None = None) -> list[int]:
     """Every row's cost in one pass over the cached row facts.
 
-    Only user rows with image markers and the current turn's tool rows and carriers
-    (after the last real user row) need more than their byte count."""
+    Only user rows with image markers and the current turn's tool rows and carriers that
+    declare attachments (after the last real user row) need more than their byte count."""
     if index is None:
         index = index_turns(history)
     facts = index.facts
     costs = [-(-f.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS for f in facts]
     for i in compress(range(len(facts)), [f.image_markers for f in facts]):
         costs[i] = message_cost(history[i], current_turn=False)
-    current = index.starts[-1] if index.starts else len(history)
-    for i in range(current + 1, len(history)):
+    current = index.current_turn_after
+    declared = [f.declares_attachments for f in facts[current + 1 :]]
+    for i in compress(range(current + 1, len(history)), declared):
         costs[i] = message_cost(history[i], current_turn=True)
     return costs
 

@@ -35,6 +35,9 @@ class RowFacts(NamedTuple):
     utf8_bytes: int
     image_markers: bool
     """A real user row with `[IMAGE:` text: its price needs the marker split (EST-2)."""
+    declares_attachments: bool = False
+    """A tool result or `[Tool results]` carrier that may declare attachments: in the current
+    turn its price needs the envelope parsed (EST-2, EST-3); any other row is its bytes."""
 
 
 _NOT_A_ROW = RowFacts(opens_turn=False, utf8_bytes=0, image_markers=False)
@@ -77,6 +80,16 @@ class ChatMessage(_Frozen):
     role: Role
     content: StrictStr
 
+    @field_validator("content")
+    @classmethod
+    def _utf8(cls, content: str) -> str:
+        if not content.isascii():
+            try:
+                content.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise ValueError(f"content is not valid UTF-8 text: {error.reason}") from None
+        return content
+
     if TYPE_CHECKING:
         facts: ClassVar[RowFacts]  # per row, set once by model_post_init
 
@@ -84,8 +97,14 @@ class ChatMessage(_Frozen):
         """Compute the row facts once, when the row is made: every later trim reads them."""
         content = self.content
         size = len(content) if content.isascii() else len(content.encode("utf-8"))
-        real_user = self.role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
-        self.__dict__["facts"] = RowFacts(real_user, size, real_user and "[IMAGE:" in content)
+        role = self.role
+        real_user = role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
+        declares = (role == "tool" and '"attachments"' in content) or (
+            role == "user" and not real_user and "[Tool attachments: " in content
+        )
+        self.__dict__["facts"] = RowFacts(
+            real_user, size, real_user and "[IMAGE:" in content, declares
+        )
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy whose facts match its (possibly updated) content."""
@@ -168,7 +187,12 @@ ConversationMessage = Annotated[
     Annotated[ChatMessage, Tag("chat")]
     | Annotated[AssistantToolCalls, Tag("assistant_tool_calls")]
     | Annotated[ToolResults, Tag("tool_results")],
-    Discriminator(_kind),
+    Discriminator(
+        _kind,
+        custom_error_type="invalid_kind",
+        custom_error_message="kind must be 'chat', 'assistant_tool_calls' or 'tool_results'",
+        custom_error_context={"discriminator": "kind"},
+    ),
 ]
 """A structured `Agent.history` item, discriminated on `kind` ("chat" by default)."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 from .estimate import message_costs
@@ -45,6 +46,11 @@ class TrimResult:
         """True when a positive budget is still exceeded (only the newest turn can cause it)."""
         return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
 
+    def _repr_html_(self) -> str:
+        from .display import trim_result_html  # display imports this module
+
+        return trim_result_html(self)
+
 
 @dataclass(frozen=True)
 class TurnCountTrimResult(Generic[M]):
@@ -60,6 +66,11 @@ class TurnCountTrimResult(Generic[M]):
     @property
     def trimmed(self) -> bool:
         return self.dropped_turns > 0
+
+    def _repr_html_(self) -> str:
+        from .display import trim_result_html  # display imports this module
+
+        return trim_result_html(self)
 
 
 def _non_negative(name: str, value: object) -> int:
@@ -78,16 +89,18 @@ def _cut(rows: Sequence[M], index: TurnIndex, first_kept: int) -> tuple[list[M],
 
 def first_turn_within(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
     """The oldest turn of the longest suffix of whole turns that fits the budget, and the
-    kept size; the newest turn is always kept. One backward pass over the costs."""
-    kept = sum(costs[: index.body_start]) + sum(costs[index.turn_start(index.turn_count - 1) :])
-    first = index.turn_count - 1
-    while first > 0:
-        turn_cost = sum(costs[index.turn_start(first - 1) : index.turn_start(first)])
-        if kept + turn_cost > budget:
-            break
-        kept += turn_cost
-        first -= 1
-    return first, kept
+    kept size; the newest turn is always kept. One pass of prefix sums, then a binary
+    search over the turns (the kept size only shrinks as the first kept turn moves on)."""
+    sums = list(accumulate(costs, initial=0))
+    fixed, total = sums[index.body_start], sums[-1]
+    first, last = 0, index.turn_count - 1
+    while first < last:
+        middle = (first + last) // 2
+        if fixed + total - sums[index.turn_start(middle)] <= budget:
+            last = middle
+        else:
+            first = middle + 1
+    return first, fixed + total - sums[index.turn_start(first)]
 
 
 def trim_to_recent_turns(

@@ -54,6 +54,13 @@ class TurnIndex:
     def turn_count(self) -> int:
         return len(self.starts)
 
+    @property
+    def current_turn_after(self) -> int:
+        """Rows after this one are the current user turn (EST-2): the newest user row, the
+        crumb when no turn follows it (as for a history read without the flag), else none."""
+        opener = self.starts[-1] if self.starts else self.crumb
+        return self.length if opener is None else opener
+
     def turn_start(self, turn: int) -> int:
         """First row that is kept when turns `turn..` are kept (turn 0 takes the preamble)."""
         return self.body_start if turn == 0 else self.starts[turn]

@@ -1,0 +1,105 @@
+"""Adapters pair each record of a foreign format with one provider-facing row; a trim cuts
+the records exactly where the library's whole-turn trim cuts the rows, so kept records
+come back untouched."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ..estimate import estimate_history_tokens
+from ..events import HistoryTrimmed, TrimReason
+from ..messages import ChatMessage
+from ..trim import (
+    TrimResult,
+    TurnCountTrimResult,
+    insert_breadcrumb,
+    trim_to_recent_turn_count,
+    trim_to_recent_turns,
+)
+from ..turns import leading_system_count
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, repr=False)
+class RecordTrimResult(Generic[R]):
+    """A whole-turn trim of records: the kept records (breadcrumb inserted when turns were
+    dropped), their rows, the library's result and the `HistoryTrimmed` event, if any."""
+
+    records: list[R]
+    rows: list[ChatMessage]
+    result: TrimResult | TurnCountTrimResult[ChatMessage]
+    event: HistoryTrimmed | None
+    crumb_present: bool
+    """The breadcrumb flag for the output: pass it to the next trim of these records."""
+    crumb_inserted: bool
+
+    @property
+    def trimmed(self) -> bool:
+        return self.result.trimmed
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(records={len(self.records)}, "
+            f"dropped_messages={self.result.dropped_messages}, "
+            f"kept_turns={self.result.kept_turns}, crumb_present={self.crumb_present}, "
+            f"event={self.event!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        from ..display import trim_result_html
+
+        return trim_result_html(self.result, crumb_inserted=self.crumb_inserted)
+
+
+def trim_records(
+    records: Sequence[R],
+    rows: Sequence[ChatMessage],
+    *,
+    budget_tokens: int | None = None,
+    max_turns: int | None = None,
+    crumb_present: bool = False,
+    breadcrumb_record: R | None = None,
+    budget_in_force: int = 0,
+) -> RecordTrimResult[R]:
+    """Trim `records` (row k is the row of record k) by token budget or by turn count.
+
+    When turns are dropped and no breadcrumb is present yet, a copy of `breadcrumb_record`
+    (if given) goes after the leading system records (SEEN-1), and the event (SEEN-2) names
+    the limit; `budget_in_force` is the budget it reports for a turn-limit trim."""
+    if len(records) != len(rows):
+        raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
+    if (budget_tokens is None) == (max_turns is None):
+        raise ValueError("budget_tokens, max_turns: pass exactly one of them")
+    result: TrimResult | TurnCountTrimResult[ChatMessage]
+    if budget_tokens is not None:
+        result = trim_to_recent_turns(rows, budget_tokens, crumb_present=crumb_present)
+        reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
+    else:
+        assert max_turns is not None
+        result = trim_to_recent_turn_count(rows, max_turns, has_leading_breadcrumb=crumb_present)
+        reason, budget = TrimReason.TURN_LIMIT, budget_in_force
+        before = estimate_history_tokens(rows) if result.trimmed else 0
+    if not result.trimmed:
+        return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
+
+    body = leading_system_count(rows) + crumb_present
+    kept = [*records[:body], *records[body + len(result.dropped) :]]
+    out_rows: list[ChatMessage] = list(result.history)
+    inserted = False
+    if breadcrumb_record is not None and not crumb_present:
+        kept.insert(leading_system_count(out_rows), copy.deepcopy(breadcrumb_record))
+        out_rows = insert_breadcrumb(out_rows, crumb_present=False)
+        inserted = True
+    event = HistoryTrimmed(
+        reason=reason,
+        dropped_messages=result.dropped_messages,
+        kept_turns=result.kept_turns,
+        tokens_before=before,
+        tokens_after=estimate_history_tokens(out_rows),
+        budget=budget,
+    )
+    return RecordTrimResult(kept, out_rows, result, event, crumb_present or inserted, inserted)

@@ -1,0 +1,291 @@
+"""A running token ledger: the provider-facing rows and their estimate, kept up to date as
+rows arrive, so the check at every provider-call boundary (RUN-1) costs O(new rows).
+
+The total always equals `estimate_history_tokens` of the rows (EST-1..4): when a real user
+row opens a new turn, the previous turn's tool results and carriers lose their image price
+(EST-2), and each row is repriced at most once that way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from .estimate import BYTES_PER_TOKEN, FRAME_TOKENS, message_cost, message_costs
+from .messages import BREADCRUMB, ChatMessage, chat_rows
+from .trim import TrimResult, trim_to_recent_turns
+from .turns import index_turns, is_system
+
+
+def _plain(row: ChatMessage) -> int:
+    """A row priced as text: its content bytes plus the framing tokens."""
+    return -(-row.facts.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS
+
+
+def _price(row: ChatMessage, *, current_turn: bool) -> int:
+    """`message_cost`, without parsing rows whose price cannot depend on images."""
+    facts = row.facts
+    if current_turn and facts.declares_attachments:
+        return message_cost(row, current_turn=True)
+    if facts.image_markers:
+        return message_cost(row, current_turn=False)
+    return _plain(row)
+
+
+def _as_row(value: ChatMessage | Mapping[str, Any]) -> ChatMessage:
+    return value if isinstance(value, ChatMessage) else ChatMessage.model_validate(value)
+
+
+class TokenLedger(Sequence[ChatMessage]):
+    """Provider-facing rows with a running `total` equal to `estimate_history_tokens(rows)`.
+
+    A sequence of `ChatMessage`s (pass it to any trim). Appending k rows costs O(k),
+    amortized; `needs_trim` is O(1). After a trim, `drop_oldest` advances it, or `rebuild`
+    starts it again from the kept rows."""
+
+    __slots__ = ("_costs", "_last_open", "_pending", "_prefix", "_priced", "_rows", "_total",
+                 "_turns")
+    _rows: list[ChatMessage]
+    _costs: list[int]
+    _total: int
+    _turns: int
+    """Rows that open a turn (a breadcrumb row counts; the owner's flag discounts it)."""
+    _prefix: int
+    _last_open: int
+    """The newest real user row, or -1: the rows after it are the current turn."""
+    _pending: list[int]
+    """Current-turn rows whose price includes images (repriced when the turn closes)."""
+    _priced: int
+
+    def __init__(self, history: Iterable[ChatMessage | Mapping[str, Any]] = ()) -> None:
+        self._priced = 0
+        self.rebuild(history)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def total(self) -> int:
+        """The estimate of every row, images included (EST-1..4)."""
+        return self._total
+
+    @property
+    def priced(self) -> int:
+        """How many row prices this ledger has computed so far (the work it has done)."""
+        return self._priced
+
+    @property
+    def system_rows(self) -> int:
+        """The length of the leading system block (where the breadcrumb goes)."""
+        return self._prefix
+
+    def turn_count(self, *, crumb_present: bool = False) -> int:
+        """`index_turns(rows, crumb_present=...).turn_count`, without a pass over the rows."""
+        self._check_crumb(crumb_present)
+        return self._turns - crumb_present
+
+    def needs_trim(self, budget_tokens: int, *, crumb_present: bool = False) -> bool:
+        """Whether `trim_to_recent_turns(rows, budget_tokens)` would drop a turn: a positive
+        budget is exceeded and more than one turn is left. O(1)."""
+        budget = _non_negative("budget_tokens", budget_tokens)
+        return 0 < budget < self._total and self.turn_count(crumb_present=crumb_present) > 1
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[ChatMessage]:
+        return iter(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> ChatMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ChatMessage]: ...
+    def __getitem__(self, index: int | slice) -> ChatMessage | list[ChatMessage]:
+        return self._rows[index]
+
+    def __repr__(self) -> str:
+        return f"TokenLedger(rows={len(self._rows)}, total={self._total})"
+
+    # ------------------------------------------------------------------ growing
+
+    def append(self, row: ChatMessage | Mapping[str, Any]) -> int:
+        """Add a row at the end and return its price; a real user row reprices the turn
+        it closes (EST-2). Amortized O(1)."""
+        row = _as_row(row)
+        position = len(self._rows)
+        if row.facts.opens_turn:
+            self._close_current_turn()
+            self._last_open = position
+            self._turns += 1
+            cost = _price(row, current_turn=False)
+        else:
+            current = self._last_open >= 0
+            cost = _price(row, current_turn=current)
+            if current and cost != _plain(row):
+                self._pending.append(position)
+        if position == self._prefix and is_system(row):
+            self._prefix += 1
+        self._rows.append(row)
+        self._costs.append(cost)
+        self._total += cost
+        self._priced += 1
+        return cost
+
+    def extend(self, rows: Iterable[ChatMessage | Mapping[str, Any]]) -> None:
+        """Append every row, in order: O(len(rows)), amortized."""
+        for row in rows:
+            self.append(row)
+
+    def insert(self, index: int, row: ChatMessage | Mapping[str, Any]) -> None:
+        """Insert a row before position `index` (e.g. the breadcrumb after the system rows)."""
+        row = _as_row(row)
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= len(self):
+            raise ValueError(f"index must be an integer in 0..{len(self)}, got {index!r}")
+        pending = [i + (i >= index) for i in self._pending]
+        if row.facts.opens_turn:
+            cost = _price(row, current_turn=False)
+            if self._last_open < 0:
+                # The first turn: the rows after it become its current rows.
+                for i in range(index, len(self._rows)):
+                    self._reprice(i, _price(self._rows[i], current_turn=True))
+                pending = [
+                    i + 1 for i in range(index, len(self._rows))
+                    if self._costs[i] != _plain(self._rows[i])
+                ]
+                self._last_open = index
+            elif index > self._last_open:
+                # The new row opens the current turn: the rows it closes lose their images.
+                closed = [i for i in pending if i < index]
+                pending = [i for i in pending if i > index]
+                for i in closed:
+                    self._reprice(i, _plain(self._rows[i]))
+                self._last_open = index
+            else:
+                self._last_open += 1
+            self._turns += 1
+        else:
+            current = 0 <= self._last_open < index
+            cost = _price(row, current_turn=current)
+            if index <= self._last_open:
+                self._last_open += 1
+            if current and cost != _plain(row):
+                pending.append(index)
+        if index <= self._prefix and is_system(row):
+            self._prefix += 1
+        elif index < self._prefix:
+            self._prefix = index
+        self._pending = pending
+        self._rows.insert(index, row)
+        self._costs.insert(index, cost)
+        self._total += cost
+        self._priced += 1
+
+    # ------------------------------------------------------------------ shrinking
+
+    def drop(self, start: int, stop: int) -> None:
+        """Remove rows `start:stop`. Python work O(stop - start), unless the newest real user
+        row goes too: then the rows after the new last one are repriced."""
+        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= len(self):
+            raise ValueError(f"start must be an integer in 0..{len(self)}, got {start!r}")
+        if isinstance(stop, bool) or not isinstance(stop, int) or not start <= stop <= len(self):
+            raise ValueError(f"stop must be an integer in {start}..{len(self)}, got {stop!r}")
+        if start == stop:
+            return
+        width = stop - start
+        self._total -= sum(self._costs[start:stop])
+        self._turns -= sum(1 for row in self._rows[start:stop] if row.facts.opens_turn)
+        del self._rows[start:stop]
+        del self._costs[start:stop]
+        if self._last_open >= stop:
+            self._last_open -= width
+            self._pending = [i - width for i in self._pending]
+        elif self._last_open < start:
+            self._pending = [
+                i if i < start else i - width for i in self._pending if not start <= i < stop
+            ]
+        else:
+            self._reopen(start)
+        if start <= self._prefix:
+            prefix, rows = start, self._rows
+            while prefix < len(rows) and is_system(rows[prefix]):
+                prefix += 1
+            self._prefix = prefix
+
+    def drop_oldest(self, count: int, *, crumb_present: bool = False) -> None:
+        """Drop the `count` oldest rows after the system block and the breadcrumb: what a
+        whole-turn trim removed (`result.dropped_messages`)."""
+        self._check_crumb(crumb_present)
+        body = self._prefix + crumb_present
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= len(
+            self
+        ) - body:
+            raise ValueError(f"count must be an integer in 0..{len(self) - body}, got {count!r}")
+        self.drop(body, body + count)
+
+    def trim(self, budget_tokens: int, *, crumb_present: bool = False) -> TrimResult:
+        """`trim_to_recent_turns` on these rows, then drop what it dropped (KEEP-1).
+
+        The breadcrumb is the owner's to insert (`insert(system_rows, breadcrumb_message())`)."""
+        result = trim_to_recent_turns(self, budget_tokens, crumb_present=crumb_present)
+        if result.trimmed:
+            self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
+        return result
+
+    def rebuild(self, history: Iterable[ChatMessage | Mapping[str, Any]]) -> None:
+        """Start again from `history` (e.g. the rows a trim kept): one pass, O(len)."""
+        rows = list(chat_rows(history))
+        index = index_turns(rows)
+        self._rows = rows
+        self._costs = message_costs(rows, index)
+        self._total = sum(self._costs)
+        self._turns = index.turn_count
+        self._prefix = index.prefix_len
+        self._last_open = index.starts[-1] if index.starts else -1
+        self._pending = self._special_rows()
+        self._priced += len(rows)
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_crumb(self, crumb_present: bool) -> None:
+        if not crumb_present:
+            return
+        slot = self._rows[self._prefix] if self._prefix < len(self._rows) else None
+        if slot is None or slot.role != "user" or slot.content != BREADCRUMB:
+            raise ValueError(
+                f"crumb_present=True but row {self._prefix} (after the system prefix) is not "
+                "the breadcrumb"
+            )
+
+    def _special_rows(self) -> list[int]:
+        """Rows of the current turn whose price includes images (repriced when it closes)."""
+        if self._last_open < 0:
+            return []
+        rows, costs = self._rows, self._costs
+        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != _plain(rows[i])]
+
+    def _reprice(self, i: int, cost: int) -> None:
+        self._total += cost - self._costs[i]
+        self._costs[i] = cost
+        self._priced += 1
+
+    def _close_current_turn(self) -> None:
+        """A new turn starts: the current turn's tool results and carriers become older ones."""
+        for i in self._pending:
+            self._reprice(i, _plain(self._rows[i]))
+        self._pending = []
+
+    def _reopen(self, start: int) -> None:
+        """The newest real user row was dropped: the turn before `start` is current again."""
+        last = start - 1
+        while last >= 0 and not self._rows[last].facts.opens_turn:
+            last -= 1
+        self._last_open = last
+        for i in range(last + 1, len(self._rows)):
+            self._reprice(i, _price(self._rows[i], current_turn=last >= 0))
+        self._pending = self._special_rows()
+
+
+def _non_negative(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value

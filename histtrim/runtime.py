@@ -1,0 +1,414 @@
+"""The agent loop: where the trims run (RUN-1..3, LIMIT-1..2), how a drop becomes visible
+(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4), the safety nets (PAIR-2..4), and the
+legacy log-only path (SEEN-4)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .capacity import check_request
+from .carriers import to_chat_messages
+from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas
+from .events import EventBus, HistoryTrimmed, TrimReason
+from .messages import (
+    AssistantToolCalls,
+    ChatMessage,
+    ConversationMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolResults,
+    chat_rows,
+)
+from .providers import ContextOverflowError, Provider, ProviderReply
+from .route import ResolvedRuntime
+from .safety import SweepResult, cap_tool_result, sweep_orphans
+from .trim import (
+    TrimResult,
+    insert_breadcrumb,
+    trim_conversation_to_recent_turns,
+    trim_to_recent_turn_count,
+    trim_to_recent_turns,
+)
+from .turns import index_turns
+
+LEGACY_LOGGER = "histtrim.legacy"
+LEGACY_TRIM_LOG = "trim_history: dropped oldest whole turns"
+UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
+FINAL_SUMMARY_PROMPT = (
+    "The tool iteration limit was reached. Without calling tools, summarize what was done "
+    "and what remains."
+)
+"""A request-only system row appended to the final summary request; never recorded."""
+
+
+class UnrecoverableContextOverflow(RuntimeError):
+    """The provider overflowed and no older turn is left to drop (RUN-2)."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A plain Python callable the model may call; JSON arguments become keyword arguments."""
+
+    fn: Callable[..., object]
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, fn: Callable[..., object] | Tool) -> Tool:
+        """A callable as a tool named after it, described by its docstring's first line."""
+        if isinstance(fn, Tool):
+            return fn
+        doc = inspect.getdoc(fn) or ""
+        return cls(fn, getattr(fn, "__name__", type(fn).__name__), doc.split("\n", 1)[0])
+
+    @property
+    def schema(self) -> ToolSchema:
+        return ToolSchema(
+            name=self.name, description=self.description, parameters=dict(self.parameters)
+        )
+
+
+class _Toolbox:
+    """Registered tools: their schemas, and each call run into a capped result (PAIR-3)."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., object]]) -> None:
+        self.tools: dict[str, Tool] = {}
+        for tool in map(Tool.of, tools):
+            if tool.name in self.tools:
+                raise ValueError(f"tools: duplicate tool name {tool.name!r}")
+            self.tools[tool.name] = tool
+        self.schemas = tuple(tool.schema for tool in self.tools.values())
+
+    def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
+        tool = self.tools.get(call.name)
+        output: object
+        if tool is None:
+            output = f"error: unknown tool {call.name!r}"
+        else:
+            try:
+                arguments = json.loads(call.arguments)
+                if not isinstance(arguments, dict):
+                    raise ValueError("arguments must be a JSON object")
+                output = tool.fn(**arguments)
+            except Exception as exc:  # a failing tool is reported to the model, not raised
+                output = f"error: {type(exc).__name__}: {exc}"
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        return ToolResultMessage(
+            tool_call_id=call.id, content=cap_tool_result(text, max_chars), tool_name=call.name
+        )
+
+
+CallKind = Literal["tool_loop", "final_summary"]
+CallOutcome = Literal["reply", "tool_calls", "overflow"]
+
+
+@dataclass(frozen=True)
+class ProviderCall:
+    """One dispatch, as the agent logged it: the estimated history (what the budget measures)
+    and request (plus tool schemas: what the capacity check measures) against the budget and
+    window, and the trims made since the previous dispatch."""
+
+    turn_id: int
+    iteration: int
+    kind: CallKind
+    history_tokens: int
+    tokens: int
+    budget: int
+    window: int
+    outcome: CallOutcome
+    trims: tuple[HistoryTrimmed, ...]
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What one `Agent.turn` did."""
+
+    turn_id: int
+    reply: str
+    calls: tuple[ProviderCall, ...]
+    events: tuple[HistoryTrimmed, ...]
+    hit_iteration_limit: bool
+
+
+class Agent:
+    """A structured agent: `history` holds `ConversationMessage` items (TURN-1); every
+    provider request is built from it with the system prompt in front.
+
+    The breadcrumb lives in the structured history right after its system rows; whether it
+    is there is the agent's own flag (`crumb_present`), never inferred from text."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        runtime: ResolvedRuntime,
+        *,
+        system_prompt: str | None = None,
+        tools: Iterable[Tool | Callable[..., object]] = (),
+        bus: EventBus | None = None,
+        channel: str = "cli",
+        alias: str = "agent",
+    ) -> None:
+        self.provider = provider
+        self.runtime = runtime
+        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
+        self.system_prompt = system_prompt
+        self.toolbox = _Toolbox(tools)
+        self.bus = bus if bus is not None else EventBus()
+        self.channel = channel
+        self.alias = alias
+        self.turn_id = 0
+        self.calls: list[ProviderCall] = []
+        self.events: list[HistoryTrimmed] = []
+        self._history: list[ConversationMessage] = []
+        self._crumb = False
+        self._pending: list[HistoryTrimmed] = []
+
+    @property
+    def history(self) -> list[ConversationMessage]:
+        """A copy of the structured history."""
+        return list(self._history)
+
+    @property
+    def crumb_present(self) -> bool:
+        return self._crumb
+
+    def working_history(self) -> list[ChatMessage]:
+        """The provider-facing rows: the system prompt, then the structured history converted."""
+        head = [] if self.system_prompt is None else [ChatMessage.system(self.system_prompt)]
+        return [*head, *to_chat_messages(self._history)]
+
+    def restore(
+        self,
+        history: Iterable[ConversationMessage | Mapping[str, Any]],
+        *,
+        crumb_present: bool = False,
+    ) -> SweepResult[ConversationMessage]:
+        """Load a saved session, after the orphan sweep (PAIR-2); returns what it removed."""
+        swept = sweep_orphans(history, crumb_present=crumb_present)  # checks the crumb flag
+        self._history = list(swept.history)
+        self._crumb = crumb_present
+        return swept
+
+    def turn(self, text: str) -> TurnOutcome:
+        """One user turn: record it, apply the turn limit, then run the tool loop with
+        proactive and reactive trimming and a capacity check before every dispatch."""
+        self.turn_id += 1
+        first_call, first_event = len(self.calls), len(self.events)
+        self._history.append(ChatMessage.user(text))
+        self._apply_turn_limit()
+        limit = self.runtime.profile.max_tool_iterations
+        reply: str | None = None
+        hit_limit = False
+        for iteration in range(1, limit + 1):
+            self._proactive_trim()
+            request = self.working_history()
+            try:
+                answer = self._dispatch(request, self.toolbox.schemas, iteration, "tool_loop")
+            except ContextOverflowError as overflow:
+                if iteration == limit:
+                    raise  # no tool iteration is left for a retry
+                self._reactive_trim(request, overflow)
+                continue
+            if not answer.tool_calls:
+                reply = answer.text or ""
+                break
+            self._record_tool_round(answer)
+        if reply is None:
+            hit_limit = True
+            reply = self._final_summary(limit + 1)
+        self._history.append(ChatMessage.assistant(reply))
+        return TurnOutcome(
+            self.turn_id,
+            reply,
+            tuple(self.calls[first_call:]),
+            tuple(self.events[first_event:]),
+            hit_limit,
+        )
+
+    def _record_tool_round(self, answer: ProviderReply) -> None:
+        max_chars = self.runtime.profile.max_tool_result_chars
+        self._history.append(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
+        results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
+        self._history.append(ToolResults(results=results))
+
+    def _final_summary(self, iteration: int) -> str:
+        """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4)."""
+        self._proactive_trim()
+        request = [*self.working_history(), ChatMessage.system(FINAL_SUMMARY_PROMPT)]
+        return self._dispatch(request, (), iteration, "final_summary").text or ""
+
+    def _dispatch(
+        self,
+        request: list[ChatMessage],
+        schemas: Sequence[ToolSchema],
+        iteration: int,
+        kind: CallKind,
+    ) -> ProviderReply:
+        check_request(request, runtime=self.runtime, tool_schemas=schemas)
+        history = estimate_history_tokens(request)
+        tokens = (history, history + estimate_tool_schemas(schemas))
+        trims, self._pending = tuple(self._pending), []
+        try:
+            answer = self.provider.complete(request, schemas)
+        except ContextOverflowError:
+            self._log_call(iteration, kind, tokens, "overflow", trims)
+            raise
+        self._log_call(
+            iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
+        )
+        return answer
+
+    def _log_call(
+        self,
+        iteration: int,
+        kind: CallKind,
+        tokens: tuple[int, int],
+        outcome: CallOutcome,
+        trims: tuple[HistoryTrimmed, ...],
+    ) -> None:
+        runtime = self.runtime
+        self.calls.append(
+            ProviderCall(
+                self.turn_id,
+                iteration,
+                kind,
+                *tokens,
+                runtime.effective_context_budget(),
+                runtime.context_window,
+                outcome,
+                trims,
+            )
+        )
+
+    def _apply_turn_limit(self) -> None:
+        """Whole-turn limit on the structured history (LIMIT-1..2), after each user message."""
+        result = trim_conversation_to_recent_turns(
+            self._history,
+            self.runtime.profile.max_history_turns,
+            has_leading_breadcrumb=self._crumb,
+        )
+        if not result.trimmed:
+            return
+        before = estimate_history_tokens(self.working_history())
+        self._history = insert_breadcrumb(result.history, crumb_present=False)
+        self._crumb = True
+        self._emit(
+            TrimReason.TURN_LIMIT,
+            result.dropped_messages,
+            result.kept_turns,
+            before,
+            self.runtime.effective_context_budget(),
+        )
+
+    def _proactive_trim(self) -> None:
+        """Before a dispatch, when the history is over a positive budget (RUN-1)."""
+        budget = self.runtime.effective_context_budget()
+        if budget > 0:
+            self._token_trim(self.working_history(), budget)
+
+    def _reactive_trim(self, request: list[ChatMessage], overflow: ContextOverflowError) -> None:
+        """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2)."""
+        if index_turns(request, crumb_present=self._crumb).turn_count <= 1:
+            raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
+        self._token_trim(request, estimate_history_tokens(request) * 2 // 3)
+
+    def _token_trim(self, working: list[ChatMessage], target: int) -> None:
+        """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
+
+        A first drop trims the history as it will be sent, with the breadcrumb already in."""
+        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._crumb)
+        if not result.trimmed:
+            return
+        if not self._crumb:
+            with_crumb = insert_breadcrumb(working, crumb_present=False)
+            result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
+        before = estimate_history_tokens(working)
+        structured = trim_conversation_to_recent_turns(
+            self._history, result.kept_turns, has_leading_breadcrumb=self._crumb
+        )
+        if structured.dropped_turns != result.dropped_turns:
+            raise AssertionError("the structured and working histories disagree about turns")
+        self._history = insert_breadcrumb(structured.history, crumb_present=False)
+        self._crumb = True
+        self._emit(
+            TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
+        )
+
+    def _emit(
+        self, reason: TrimReason, dropped: int, kept_turns: int, before: int, budget: int
+    ) -> None:
+        """One drop, one event (SEEN-2..3): to the client transports and the observers."""
+        event = HistoryTrimmed(
+            reason=reason,
+            dropped_messages=dropped,
+            kept_turns=kept_turns,
+            tokens_before=before,
+            tokens_after=estimate_history_tokens(self.working_history()),
+            budget=budget,
+        )
+        self.events.append(event)
+        self._pending.append(event)
+        self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
+
+
+@dataclass(frozen=True)
+class LegacyRunResult:
+    """What `legacy_run` returns: the new provider-facing history and the final reply."""
+
+    history: list[ChatMessage]
+    reply: str
+    provider_calls: int
+    dropped_messages: int
+
+
+def legacy_run(
+    provider: Provider,
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    text: str,
+    *,
+    runtime: ResolvedRuntime,
+    tools: Iterable[Tool | Callable[..., object]] = (),
+    logger: logging.Logger | None = None,
+) -> LegacyRunResult:
+    """The legacy `agent::run` path (SEEN-4): one turn on a provider-facing history with the
+    whole-turn count limit, reported only through `logging`: no breadcrumb, no event.
+
+    Requests are capacity-checked; a provider overflow propagates. The input is not changed."""
+    log = logger if logger is not None else logging.getLogger(LEGACY_LOGGER)
+    profile = runtime.profile
+    toolbox = _Toolbox(tools)
+    rows = [*chat_rows(history), ChatMessage.user(text)]
+    trimmed = trim_to_recent_turn_count(rows, profile.max_history_turns)
+    if trimmed.trimmed:
+        log.info(
+            "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
+            LEGACY_TRIM_LOG,
+            trimmed.dropped_turns,
+            trimmed.dropped_messages,
+            trimmed.kept_turns,
+            profile.max_history_turns,
+        )
+    rows = trimmed.history
+    calls = 0
+    for _ in range(profile.max_tool_iterations):
+        check_request(rows, runtime=runtime, tool_schemas=toolbox.schemas)
+        calls += 1
+        answer = provider.complete(rows, toolbox.schemas)
+        if not answer.tool_calls:
+            rows.append(ChatMessage.assistant(answer.text or ""))
+            return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
+        rows.append(ChatMessage.assistant_tool_calls(answer.text, answer.tool_calls))
+        for call in answer.tool_calls:
+            result = toolbox.run(call, profile.max_tool_result_chars)
+            rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
+    request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
+    check_request(request, runtime=runtime)
+    reply = provider.complete(request, ()).text or ""
+    rows.append(ChatMessage.assistant(reply))
+    return LegacyRunResult(rows, reply, calls + 1, trimmed.dropped_messages)

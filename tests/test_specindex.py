@@ -1,0 +1,125 @@
+"""The living-spec index: rule IDs read from RULES.md, coverage read from notebook headings."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from histtrim.specindex import (
+    Rule,
+    markdown_headings,
+    missing_rules,
+    rule_coverage,
+    rule_ids,
+    rules,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+RULES_MD = NOTEBOOKS / "spec" / "RULES.md"
+
+CORE_NOTEBOOKS = {
+    "01_turns.ipynb": ["TURN-1", "TURN-2", "TURN-3", "TURN-4", "TURN-5", "TURN-6"],
+    "02_whole_turn_retention.ipynb": [
+        "KEEP-1", "KEEP-2", "KEEP-3", "CAP-1", "LIMIT-1", "LIMIT-2", "PAIR-1",
+    ],
+    "03_token_estimate.ipynb": ["EST-1", "EST-2", "EST-3", "EST-4"],
+}  # fmt: skip
+
+
+def _notebook(path: Path, cells: list[tuple[str, str | list[str]]]) -> Path:
+    """Write a minimal nbformat-4 notebook with (cell type, source) cells."""
+    data = {
+        "cells": [
+            {"cell_type": kind, "metadata": {}, "source": source}
+            | ({"outputs": [], "execution_count": None} if kind == "code" else {})
+            for kind, source in cells
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def _rules_md(path: Path) -> Path:
+    path.write_text(
+        "# Rules\n\n## Turns\n- TURN-1 first rule.\n- TURN-2 second rule.\n\n"
+        "## Estimate\n- EST-1 bytes.\n- EST-10 a two-digit id.\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_rule_ids_of_the_real_rules_are_all_44_in_file_order() -> None:
+    ids = rule_ids(RULES_MD)
+    bullets = re.findall(r"^- ([A-Z]+-\d+) ", RULES_MD.read_text(encoding="utf-8"), re.MULTILINE)
+    assert ids == bullets
+    assert len(ids) == len(set(ids)) == 44
+    assert ids[0] == "TURN-1" and ids[-1] == "PAIR-4"
+
+
+def test_rules_carry_their_section() -> None:
+    listed = rules(RULES_MD)
+    assert Rule("TURN-3", "Turns and the two representations") in listed
+    assert Rule("EST-2", "Token estimate (`estimate_history_tokens`)") in listed
+
+
+def test_a_file_without_rule_bullets_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "RULES.md"
+    empty.write_text("# nothing here\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="rules_md_path"):
+        rule_ids(empty)
+
+
+def test_markdown_headings_skip_code_cells_fences_and_paragraphs(tmp_path: Path) -> None:
+    notebook = _notebook(
+        tmp_path / "a.ipynb",
+        [
+            ("markdown", ["# 01 · Title\n", "\n", "Covers TURN-2 in a paragraph.\n"]),
+            ("markdown", "## TURN-1 — a heading\n```\n## TURN-2 inside a fence\n```"),
+            ("code", "# TURN-2 in a code comment"),
+            ("markdown", "   ### EST-1, and more ###"),
+        ],
+    )
+    assert markdown_headings(notebook) == ["01 · Title", "TURN-1 — a heading", "EST-1, and more"]
+
+
+def test_coverage_lists_citing_notebooks_in_name_order(tmp_path: Path) -> None:
+    rules_md = _rules_md(tmp_path / "RULES.md")
+    _notebook(tmp_path / "02_b.ipynb", [("markdown", "## TURN-1 again\n## EST-10 two digits")])
+    _notebook(tmp_path / "01_a.ipynb", [("markdown", "## TURN-1 and FOO-1 (unknown id)")])
+    _notebook(tmp_path / "03_c.ipynb", [("markdown", "TURN-2 only in a paragraph")])
+    coverage = rule_coverage(tmp_path, rules_md)
+    assert [(c.rule_id, c.section, c.notebooks) for c in coverage] == [
+        ("TURN-1", "Turns", ("01_a.ipynb", "02_b.ipynb")),
+        ("TURN-2", "Turns", ()),
+        ("EST-1", "Estimate", ()),  # EST-10 does not cite EST-1
+        ("EST-10", "Estimate", ("02_b.ipynb",)),
+    ]
+    assert missing_rules(coverage) == ["TURN-2", "EST-1"]
+
+
+def test_coverage_defaults_to_the_rules_copy_beside_the_notebooks(tmp_path: Path) -> None:
+    (tmp_path / "spec").mkdir()
+    _rules_md(tmp_path / "spec" / "RULES.md")
+    _notebook(tmp_path / "01.ipynb", [("markdown", "## EST-1 demo")])
+    coverage = rule_coverage(str(tmp_path))
+    assert missing_rules(coverage) == ["TURN-1", "TURN-2", "EST-10"]
+
+
+def test_coverage_is_in_rules_order_for_the_real_notebooks() -> None:
+    coverage = rule_coverage(NOTEBOOKS)
+    assert [c.rule_id for c in coverage] == rule_ids(RULES_MD)
+    assert all(list(c.notebooks) == sorted(c.notebooks) for c in coverage)
+
+
+@pytest.mark.parametrize(("notebook", "ids"), sorted(CORE_NOTEBOOKS.items()))
+def test_core_notebooks_demonstrate_their_rules(notebook: str, ids: list[str]) -> None:
+    """TURN-1..6, KEEP-1..3, CAP-1, LIMIT-1, LIMIT-2, PAIR-1 and EST-1..4 each have a heading."""
+    by_id = {c.rule_id: c.notebooks for c in rule_coverage(NOTEBOOKS)}
+    assert all(notebook in by_id[rule_id] for rule_id in ids)
