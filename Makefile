@@ -71,8 +71,10 @@ $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 	$(BIN)/python -m pip install -e ".[bench]"
 	touch $@
 
+# Both benchmarks (see bench/README.md): a few minutes, then about 10 for compare.py.
 bench: $(INSTALLED) $(BENCH_INSTALLED)
 	$(BIN)/python bench/trim_scaling.py
+	$(BIN)/python bench/compare.py
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -73,7 +73,8 @@ class ParsedToolResult:
     """None when the envelope declares no `attachments` array."""
 
 
-def _json_object(content: str) -> dict[str, Any] | None:
+def json_object(content: str) -> dict[str, Any] | None:
+    """The JSON object `content` holds, or None (not JSON, or JSON but not an object)."""
     if not content.startswith("{"):
         return None
     try:
@@ -87,7 +88,7 @@ def parse_tool_calls(message: ChatMessage) -> ParsedToolCalls | None:
     """The native tool calls of an assistant row, or None for plain text or a bad envelope."""
     if message.role != "assistant":
         return None
-    envelope = _json_object(message.content)
+    envelope = json_object(message.content)
     if envelope is None or "tool_calls" not in envelope:
         return None
     try:
@@ -103,7 +104,7 @@ def parse_tool_result(message: ChatMessage) -> ParsedToolResult | None:
     """The envelope of a native tool row, or None when it is malformed (priced as text)."""
     if message.role != "tool":
         return None
-    envelope = _json_object(message.content)
+    envelope = json_object(message.content)
     if envelope is None:
         return None
     call_id, content = envelope.get("tool_call_id"), envelope.get("content")

@@ -17,6 +17,7 @@ from .messages import (
     ToolResultMessage,
     ToolResults,
 )
+from .validation import non_negative
 
 SCREENSHOT_PATH = "/home/ana/shop/screens/error-502.png"
 """The image Ana pastes into her question (a loadable `[IMAGE:...]` marker)."""
@@ -194,8 +195,7 @@ def session_ending_with_oversized_turn() -> list[ChatMessage]:
 
 def many_turns_session(turns: int) -> list[ChatMessage]:
     """A system row and `turns` short question/answer turns (turn k asks about file k)."""
-    if turns < 0:
-        raise ValueError(f"turns must be >= 0, got {turns}")
+    non_negative("turns", turns)
     rows = [system_prompt()]
     for k in range(1, turns + 1):
         rows.append(ChatMessage.user(f"What does src/module_{k:02d}.py do?"))

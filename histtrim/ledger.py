@@ -10,15 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from .estimate import BYTES_PER_TOKEN, FRAME_TOKENS, message_cost, message_costs
+from .estimate import message_cost, message_costs, plain_cost
 from .messages import BREADCRUMB, ChatMessage, chat_rows
 from .trim import TrimResult, trim_to_recent_turns
 from .turns import index_turns, is_system
-
-
-def _plain(row: ChatMessage) -> int:
-    """A row priced as text: its content bytes plus the framing tokens."""
-    return -(-row.facts.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS
+from .validation import integer_in, non_negative
 
 
 def _price(row: ChatMessage, *, current_turn: bool) -> int:
@@ -28,7 +24,7 @@ def _price(row: ChatMessage, *, current_turn: bool) -> int:
         return message_cost(row, current_turn=True)
     if facts.image_markers:
         return message_cost(row, current_turn=False)
-    return _plain(row)
+    return plain_cost(row)
 
 
 def _as_row(value: ChatMessage | Mapping[str, Any]) -> ChatMessage:
@@ -85,7 +81,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def needs_trim(self, budget_tokens: int, *, crumb_present: bool = False) -> bool:
         """Whether `trim_to_recent_turns(rows, budget_tokens)` would drop a turn: a positive
         budget is exceeded and more than one turn is left. O(1)."""
-        budget = _non_negative("budget_tokens", budget_tokens)
+        budget = non_negative("budget_tokens", budget_tokens)
         return 0 < budget < self._total and self.turn_count(crumb_present=crumb_present) > 1
 
     def __len__(self) -> int:
@@ -119,7 +115,7 @@ class TokenLedger(Sequence[ChatMessage]):
         else:
             current = self._last_open >= 0
             cost = _price(row, current_turn=current)
-            if current and cost != _plain(row):
+            if current and cost != plain_cost(row):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
             self._prefix += 1
@@ -137,8 +133,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def insert(self, index: int, row: ChatMessage | Mapping[str, Any]) -> None:
         """Insert a row before position `index` (e.g. the breadcrumb after the system rows)."""
         row = _as_row(row)
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index <= len(self):
-            raise ValueError(f"index must be an integer in 0..{len(self)}, got {index!r}")
+        integer_in("index", index, 0, len(self))
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
             cost = _price(row, current_turn=False)
@@ -148,7 +143,7 @@ class TokenLedger(Sequence[ChatMessage]):
                     self._reprice(i, _price(self._rows[i], current_turn=True))
                 pending = [
                     i + 1 for i in range(index, len(self._rows))
-                    if self._costs[i] != _plain(self._rows[i])
+                    if self._costs[i] != plain_cost(self._rows[i])
                 ]
                 self._last_open = index
             elif index > self._last_open:
@@ -156,7 +151,7 @@ class TokenLedger(Sequence[ChatMessage]):
                 closed = [i for i in pending if i < index]
                 pending = [i for i in pending if i > index]
                 for i in closed:
-                    self._reprice(i, _plain(self._rows[i]))
+                    self._reprice(i, plain_cost(self._rows[i]))
                 self._last_open = index
             else:
                 self._last_open += 1
@@ -166,7 +161,7 @@ class TokenLedger(Sequence[ChatMessage]):
             cost = _price(row, current_turn=current)
             if index <= self._last_open:
                 self._last_open += 1
-            if current and cost != _plain(row):
+            if current and cost != plain_cost(row):
                 pending.append(index)
         if index <= self._prefix and is_system(row):
             self._prefix += 1
@@ -183,10 +178,8 @@ class TokenLedger(Sequence[ChatMessage]):
     def drop(self, start: int, stop: int) -> None:
         """Remove rows `start:stop`. Python work O(stop - start), unless the newest real user
         row goes too: then the rows after the new last one are repriced."""
-        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= len(self):
-            raise ValueError(f"start must be an integer in 0..{len(self)}, got {start!r}")
-        if isinstance(stop, bool) or not isinstance(stop, int) or not start <= stop <= len(self):
-            raise ValueError(f"stop must be an integer in {start}..{len(self)}, got {stop!r}")
+        integer_in("start", start, 0, len(self))
+        integer_in("stop", stop, start, len(self))
         if start == stop:
             return
         width = stop - start
@@ -214,10 +207,7 @@ class TokenLedger(Sequence[ChatMessage]):
         whole-turn trim removed (`result.dropped_messages`)."""
         self._check_crumb(crumb_present)
         body = self._prefix + crumb_present
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= len(
-            self
-        ) - body:
-            raise ValueError(f"count must be an integer in 0..{len(self) - body}, got {count!r}")
+        integer_in("count", count, 0, len(self) - body)
         self.drop(body, body + count)
 
     def trim(self, budget_tokens: int, *, crumb_present: bool = False) -> TrimResult:
@@ -259,7 +249,7 @@ class TokenLedger(Sequence[ChatMessage]):
         if self._last_open < 0:
             return []
         rows, costs = self._rows, self._costs
-        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != _plain(rows[i])]
+        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != plain_cost(rows[i])]
 
     def _reprice(self, i: int, cost: int) -> None:
         self._total += cost - self._costs[i]
@@ -269,7 +259,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def _close_current_turn(self) -> None:
         """A new turn starts: the current turn's tool results and carriers become older ones."""
         for i in self._pending:
-            self._reprice(i, _plain(self._rows[i]))
+            self._reprice(i, plain_cost(self._rows[i]))
         self._pending = []
 
     def _reopen(self, start: int) -> None:
@@ -282,10 +272,3 @@ class TokenLedger(Sequence[ChatMessage]):
             self._reprice(i, _price(self._rows[i], current_turn=last >= 0))
         self._pending = self._special_rows()
 
-
-def _non_negative(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
@@ -26,7 +27,11 @@ from .runtime import ProviderCall
 from .trim import TrimResult, TurnCountTrimResult, trim_to_recent_turns
 from .turns import TurnIndex, index_turns, is_system
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 Item = ChatMessage | AssistantToolCalls | ToolResults
+R = TypeVar("R", bound="DataclassInstance")
 
 _FIXED_COLOR = "#9e9e9e"
 _KEPT_COLOR = "#2e7d32"
@@ -63,6 +68,24 @@ def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
         return "  ".join(parts).rstrip()
 
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def _fields_table(headers: Sequence[str], rows: Iterable[DataclassInstance]) -> str:
+    """`text_table` of dataclass rows: one column per field, in field order."""
+    return text_table(headers, [[getattr(row, f.name) for f in fields(row)] for row in rows])
+
+
+@dataclass(frozen=True)
+class _Plot(Generic[R]):
+    """A figure and the rows of numbers it draws; `table()` prints them (nbval reads text)."""
+
+    figure: Figure
+    rows: list[R]
+    columns: ClassVar[tuple[str, ...]] = ()
+    """The table's headers, one per field of a row."""
+
+    def table(self) -> str:
+        return _fields_table(self.columns, self.rows)
 
 
 def print_block(*parts: object) -> None:
@@ -176,13 +199,11 @@ class TurnMapRow:
 
 
 @dataclass(frozen=True)
-class TurnMap:
+class TurnMap(_Plot[TurnMapRow]):
     """A turn-map figure and the rows it draws."""
 
-    figure: Figure
-    rows: list[TurnMapRow]
-
     def table(self) -> str:
+        """The rows with `part` as their turn (`sys`, `crumb` or the number)."""
         return text_table(
             ["row", "role", "turn", "tokens", "kept", "content"],
             [(r.row, r.role, r.part, r.tokens, r.kept, r.content) for r in self.rows],
@@ -309,21 +330,14 @@ class CutRow:
 
 
 @dataclass(frozen=True)
-class BudgetCut:
+class BudgetCut(_Plot[CutRow]):
     """Cumulative tokens from the newest turn backwards against the budget."""
 
-    figure: Figure
-    rows: list[CutRow]
+    columns = ("turn", "messages", "tokens", "cumulative", "fits", "kept")
     budget: int
     fixed_tokens: int
     """System prefix and breadcrumb: kept whatever the budget."""
     result: TrimResult
-
-    def table(self) -> str:
-        return text_table(
-            ["turn", "messages", "tokens", "cumulative", "fits", "kept"],
-            [(r.turn, r.messages, r.tokens, r.cumulative, r.fits, r.kept) for r in self.rows],
-        )
 
 
 def cumulative_from_newest(
@@ -435,15 +449,8 @@ class EstimateRow:
 
 
 @dataclass(frozen=True)
-class EstimatePlot:
-    figure: Figure
-    rows: list[EstimateRow]
-
-    def table(self) -> str:
-        return text_table(
-            ["sample", "repeats", "chars", "utf8_bytes", "tokens"],
-            [(r.sample, r.repeats, r.chars, r.utf8_bytes, r.tokens) for r in self.rows],
-        )
+class EstimatePlot(_Plot[EstimateRow]):
+    columns = ("sample", "repeats", "chars", "utf8_bytes", "tokens")
 
 
 def estimate_rows(
@@ -617,15 +624,8 @@ class PruningRow:
 
 
 @dataclass(frozen=True)
-class PruningPlot:
-    figure: Figure
-    rows: list[PruningRow]
-
-    def table(self) -> str:
-        return text_table(
-            ["profile", "pruning max_tokens", "budget (pruning off)", "budget (pruning on)"],
-            [(r.profile, r.max_tokens, r.budget_off, r.budget_on) for r in self.rows],
-        )
+class PruningPlot(_Plot[PruningRow]):
+    columns = ("profile", "pruning max_tokens", "budget (pruning off)", "budget (pruning on)")
 
 
 def _with_pruning(runtime: ResolvedRuntime, pruning: HistoryPruning) -> ResolvedRuntime:
@@ -719,18 +719,7 @@ class CapacityPlot:
                 "fits",
             ],
             [
-                (
-                    name,
-                    r.system,
-                    r.messages - r.system,
-                    r.images,
-                    r.hooks,
-                    r.tool_schemas,
-                    r.total,
-                    r.window,
-                    r.budget,
-                    r.fits,
-                )
+                (name, *_breakdown(r), r.total, r.window, r.budget, r.fits)
                 for name, r in self.reports.items()
             ],
         )
@@ -745,23 +734,25 @@ _PARTS = (
 )
 
 
+def _breakdown(report: CapacityReport) -> tuple[int, int, int, int, int]:
+    """A request's estimate in the parts of `_PARTS`, in that order."""
+    return (
+        report.system,
+        report.messages - report.system,
+        report.images,
+        report.hooks,
+        report.tool_schemas,
+    )
+
+
 def capacity_breakdown(reports: Mapping[str, CapacityReport], *, title: str) -> CapacityPlot:
     """A stacked bar per request (system rows, other messages, images, hooks, tool schemas)
     with its window (solid) and proactive budget (dotted) marked."""
     figure, axes = plt.subplots(figsize=(10, 4.8))
     names = list(reports)
     bottoms = [0] * len(names)
-    for part, color in _PARTS:
-        values = [
-            {
-                "system rows": r.system,
-                "other messages": r.messages - r.system,
-                "images": r.images,
-                "hooks": r.hooks,
-                "tool schemas": r.tool_schemas,
-            }[part]
-            for r in reports.values()
-        ]
+    for k, (part, color) in enumerate(_PARTS):
+        values = [_breakdown(r)[k] for r in reports.values()]
         axes.bar(range(len(names)), values, bottom=bottoms, color=color, label=part, width=0.6)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
     budget_labelled = False
@@ -825,39 +816,20 @@ class TimelineRow:
     """The trims made since the previous call, as `reason -dropped_messages`."""
 
 
+_TIMELINE_COLUMNS = (
+    "call", "turn", "iter", "kind", "outcome", "history", "request", "budget", "window", "trims"
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
-class CallTimeline:
-    figure: Figure
-    rows: list[TimelineRow]
-
-    def table(self) -> str:
-        return timeline_table(self.rows)
-
-
-_TIMELINE_HEADERS = ["call", "turn", "iter", "kind", "outcome", "history", "request", "budget"]
+class CallTimeline(_Plot[TimelineRow]):
+    columns = _TIMELINE_COLUMNS
 
 
 def timeline_table(rows: Sequence[TimelineRow]) -> str:
     """The timeline as text: history = what the budget measures, request = what the capacity
     check measures (history plus tool schemas), trims = those made before the call."""
-    return text_table(
-        [*_TIMELINE_HEADERS, "window", "trims"],
-        [
-            (
-                r.call,
-                r.turn,
-                r.iteration,
-                r.kind,
-                r.outcome,
-                r.history,
-                r.tokens,
-                r.budget,
-                r.window,
-                r.trims,
-            )
-            for r in rows
-        ],
-    )
+    return _fields_table(_TIMELINE_COLUMNS, rows)
 
 
 _OUTCOME_COLORS = {"reply": _KEPT_COLOR, "tool_calls": "#1565c0", "overflow": _DROPPED_COLOR}

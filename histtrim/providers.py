@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StrictStr
 
 from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas, text_tokens
 from .messages import ChatMessage, ToolCall
+from .validation import non_negative
 
 
 class _Frozen(BaseModel):
@@ -86,8 +87,8 @@ class ScriptedProvider:
     def __init__(
         self, script: Iterable[ScriptStep] = (), *, hidden_window: int | None = None
     ) -> None:
-        if hidden_window is not None and hidden_window < 0:
-            raise ValueError(f"hidden_window must be >= 0, got {hidden_window}")
+        if hidden_window is not None:
+            non_negative("hidden_window", hidden_window)
         self._script: deque[ScriptStep] = deque(script)
         self.hidden_window = hidden_window
         self.requests: list[ProviderRequest] = []

@@ -9,12 +9,14 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Literal
 
 from .capacity import check_request
 from .carriers import to_chat_messages
 from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas
 from .events import EventBus, HistoryTrimmed, TrimReason
+from .ledger import TokenLedger
 from .messages import (
     AssistantToolCalls,
     ChatMessage,
@@ -34,7 +36,6 @@ from .trim import (
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from .turns import index_turns
 
 LEGACY_LOGGER = "histtrim.legacy"
 LEGACY_TRIM_LOG = "trim_history: dropped oldest whole turns"
@@ -84,6 +85,7 @@ class _Toolbox:
                 raise ValueError(f"tools: duplicate tool name {tool.name!r}")
             self.tools[tool.name] = tool
         self.schemas = tuple(tool.schema for tool in self.tools.values())
+        self.schema_tokens = estimate_tool_schemas(self.schemas)
 
     def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
         tool = self.tools.get(call.name)
@@ -140,6 +142,11 @@ class Agent:
     """A structured agent: `history` holds `ConversationMessage` items (TURN-1); every
     provider request is built from it with the system prompt in front.
 
+    The provider-facing rows live in a `TokenLedger`, kept in step with the structured
+    history: each item is converted and priced once, when recorded, so the check at every
+    provider-call boundary is O(1) and recording k items O(k) (RUN-1); only a real trim
+    (or a restore) rebuilds the rows, in one pass.
+
     The breadcrumb lives in the structured history right after its system rows; whether it
     is there is the agent's own flag (`crumb_present`), never inferred from text."""
 
@@ -157,7 +164,6 @@ class Agent:
         self.provider = provider
         self.runtime = runtime
         """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
-        self.system_prompt = system_prompt
         self.toolbox = _Toolbox(tools)
         self.bus = bus if bus is not None else EventBus()
         self.channel = channel
@@ -166,8 +172,23 @@ class Agent:
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
         self._history: list[ConversationMessage] = []
+        self._item_rows: list[tuple[ChatMessage, ...]] = []
+        """The provider-facing rows of each `_history` item, converted once."""
+        self._ledger = TokenLedger()
         self._crumb = False
         self._pending: list[HistoryTrimmed] = []
+        self.system_prompt = system_prompt
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self._system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, text: str | None) -> None:
+        """The system row in front of every request; replacing it rebuilds the rows."""
+        self._system_prompt = text
+        self._head = () if text is None else (ChatMessage.system(text),)
+        self._replace(self._history)
 
     @property
     def history(self) -> list[ConversationMessage]:
@@ -179,9 +200,9 @@ class Agent:
         return self._crumb
 
     def working_history(self) -> list[ChatMessage]:
-        """The provider-facing rows: the system prompt, then the structured history converted."""
-        head = [] if self.system_prompt is None else [ChatMessage.system(self.system_prompt)]
-        return [*head, *to_chat_messages(self._history)]
+        """The provider-facing rows (a copy): the system prompt, then the structured history
+        converted."""
+        return list(self._ledger)
 
     def restore(
         self,
@@ -191,7 +212,7 @@ class Agent:
     ) -> SweepResult[ConversationMessage]:
         """Load a saved session, after the orphan sweep (PAIR-2); returns what it removed."""
         swept = sweep_orphans(history, crumb_present=crumb_present)  # checks the crumb flag
-        self._history = list(swept.history)
+        self._replace(list(swept.history))
         self._crumb = crumb_present
         return swept
 
@@ -200,20 +221,23 @@ class Agent:
         proactive and reactive trimming and a capacity check before every dispatch."""
         self.turn_id += 1
         first_call, first_event = len(self.calls), len(self.events)
-        self._history.append(ChatMessage.user(text))
+        self._record(ChatMessage.user(text))
         self._apply_turn_limit()
         limit = self.runtime.profile.max_tool_iterations
+        toolbox = self.toolbox
         reply: str | None = None
         hit_limit = False
         for iteration in range(1, limit + 1):
             self._proactive_trim()
             request = self.working_history()
+            history = self._ledger.total
+            tokens = (history, history + toolbox.schema_tokens)
             try:
-                answer = self._dispatch(request, self.toolbox.schemas, iteration, "tool_loop")
+                answer = self._dispatch(request, toolbox.schemas, tokens, iteration, "tool_loop")
             except ContextOverflowError as overflow:
                 if iteration == limit:
                     raise  # no tool iteration is left for a retry
-                self._reactive_trim(request, overflow)
+                self._reactive_trim(overflow)
                 continue
             if not answer.tool_calls:
                 reply = answer.text or ""
@@ -222,7 +246,7 @@ class Agent:
         if reply is None:
             hit_limit = True
             reply = self._final_summary(limit + 1)
-        self._history.append(ChatMessage.assistant(reply))
+        self._record(ChatMessage.assistant(reply))
         return TurnOutcome(
             self.turn_id,
             reply,
@@ -231,28 +255,56 @@ class Agent:
             hit_limit,
         )
 
+    def _record(self, item: ConversationMessage) -> None:
+        """Append one item to the structured history and its rows to the ledger: O(its rows)."""
+        rows = tuple(to_chat_messages((item,)))
+        self._history.append(item)
+        self._item_rows.append(rows)
+        self._ledger.extend(rows)
+
+    def _replace(self, history: list[ConversationMessage]) -> None:
+        """A new structured history (a restore or a trim): items already recorded keep their
+        rows, and the ledger is rebuilt from the system prompt and those rows in one pass."""
+        known = {id(item): rows for item, rows in zip(self._history, self._item_rows, strict=True)}
+        item_rows: list[tuple[ChatMessage, ...]] = []
+        for item in history:
+            rows = known.get(id(item))
+            item_rows.append(tuple(to_chat_messages((item,))) if rows is None else rows)
+        self._history, self._item_rows = history, item_rows
+        self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
+
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.profile.max_tool_result_chars
-        self._history.append(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
+        self._record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
-        self._history.append(ToolResults(results=results))
+        self._record(ToolResults(results=results))
 
     def _final_summary(self, iteration: int) -> str:
-        """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4)."""
+        """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4).
+
+        Its extra system row is priced on top of the ledger (a system row never changes the
+        price of the rows before it)."""
         self._proactive_trim()
-        request = [*self.working_history(), ChatMessage.system(FINAL_SUMMARY_PROMPT)]
-        return self._dispatch(request, (), iteration, "final_summary").text or ""
+        prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
+        history = self._ledger.total + estimate_history_tokens((prompt,))
+        request = [*self._ledger, prompt]
+        answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
+        return answer.text or ""
 
     def _dispatch(
         self,
         request: list[ChatMessage],
         schemas: Sequence[ToolSchema],
+        tokens: tuple[int, int],
         iteration: int,
         kind: CallKind,
     ) -> ProviderReply:
-        check_request(request, runtime=self.runtime, tool_schemas=schemas)
-        history = estimate_history_tokens(request)
-        tokens = (history, history + estimate_tool_schemas(schemas))
+        """Dispatch a request whose estimates are `tokens`: (history, history + schemas).
+
+        Those are the capacity check's total (CAP-2): only a request over the window needs the
+        full breakdown, which `check_request` computes and raises with."""
+        if tokens[1] > self.runtime.context_window:
+            check_request(request, runtime=self.runtime, tool_schemas=schemas)
         trims, self._pending = tuple(self._pending), []
         try:
             answer = self.provider.complete(request, schemas)
@@ -287,16 +339,17 @@ class Agent:
         )
 
     def _apply_turn_limit(self) -> None:
-        """Whole-turn limit on the structured history (LIMIT-1..2), after each user message."""
-        result = trim_conversation_to_recent_turns(
-            self._history,
-            self.runtime.profile.max_history_turns,
-            has_leading_breadcrumb=self._crumb,
-        )
-        if not result.trimmed:
+        """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
+
+        The ledger counts the turns (O(1)); only an excess runs the trim."""
+        max_turns = self.runtime.profile.max_history_turns
+        if self._ledger.turn_count(crumb_present=self._crumb) <= max(max_turns, 1):
             return
-        before = estimate_history_tokens(self.working_history())
-        self._history = insert_breadcrumb(result.history, crumb_present=False)
+        result = trim_conversation_to_recent_turns(
+            self._history, max_turns, has_leading_breadcrumb=self._crumb
+        )
+        before = self._ledger.total
+        self._replace(insert_breadcrumb(result.history, crumb_present=False))
         self._crumb = True
         self._emit(
             TrimReason.TURN_LIMIT,
@@ -307,34 +360,38 @@ class Agent:
         )
 
     def _proactive_trim(self) -> None:
-        """Before a dispatch, when the history is over a positive budget (RUN-1)."""
+        """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
+        check on the ledger; only a needed trim looks at the rows."""
         budget = self.runtime.effective_context_budget()
-        if budget > 0:
-            self._token_trim(self.working_history(), budget)
+        if self._ledger.needs_trim(budget, crumb_present=self._crumb):
+            self._token_trim(budget)
 
-    def _reactive_trim(self, request: list[ChatMessage], overflow: ContextOverflowError) -> None:
-        """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2)."""
-        if index_turns(request, crumb_present=self._crumb).turn_count <= 1:
+    def _reactive_trim(self, overflow: ContextOverflowError) -> None:
+        """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2).
+
+        The request that overflowed is the ledger's rows: nothing changed since it was built."""
+        if self._ledger.turn_count(crumb_present=self._crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._token_trim(request, estimate_history_tokens(request) * 2 // 3)
+        self._token_trim(self._ledger.total * 2 // 3)
 
-    def _token_trim(self, working: list[ChatMessage], target: int) -> None:
+    def _token_trim(self, target: int) -> None:
         """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
+        working = self._ledger
         result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._crumb)
         if not result.trimmed:
             return
         if not self._crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
             result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
-        before = estimate_history_tokens(working)
+        before = working.total
         structured = trim_conversation_to_recent_turns(
             self._history, result.kept_turns, has_leading_breadcrumb=self._crumb
         )
         if structured.dropped_turns != result.dropped_turns:
             raise AssertionError("the structured and working histories disagree about turns")
-        self._history = insert_breadcrumb(structured.history, crumb_present=False)
+        self._replace(insert_breadcrumb(structured.history, crumb_present=False))
         self._crumb = True
         self._emit(
             TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
@@ -349,7 +406,7 @@ class Agent:
             dropped_messages=dropped,
             kept_turns=kept_turns,
             tokens_before=before,
-            tokens_after=estimate_history_tokens(self.working_history()),
+            tokens_after=self._ledger.total,
             budget=budget,
         )
         self.events.append(event)

@@ -19,6 +19,7 @@ from .messages import (
     conversation_rows,
 )
 from .turns import index_turns
+from .validation import non_negative
 
 M = TypeVar("M", ChatMessage, ConversationMessage)
 
@@ -149,8 +150,7 @@ def _with_calls(
 def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS) -> str:
     """Bound one tool result when it is recorded (PAIR-3): keep the first 2/3 and the last
     1/3 of `max_chars` characters with a truncation marker between; 0 turns the cap off."""
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 0:
-        raise ValueError(f"max_tool_result_chars must be an integer >= 0, got {max_chars!r}")
+    non_negative("max_tool_result_chars", max_chars)
     if max_chars == 0 or len(content) <= max_chars:
         return content
     head = max_chars * 2 // 3
@@ -167,9 +167,7 @@ class ChannelSenderCache:
     `max_rows` 0 means the default (50); the oldest row is dropped first."""
 
     def __init__(self, max_rows: int = 0) -> None:
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
-            raise ValueError(f"max_rows must be an integer >= 0, got {max_rows!r}")
-        self.configured = max_rows
+        self.configured = non_negative("max_rows", max_rows)
         self.capacity = max_rows or DEFAULT_CHANNEL_CACHE_ROWS
         self._rows: dict[Hashable, deque[ChatMessage]] = {}
 

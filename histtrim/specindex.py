@@ -5,22 +5,34 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-_RULE_BULLET = re.compile(r"^- ([A-Z]+-\d+) ")
+_RULE_BULLET = re.compile(r"^- ([A-Z]+-\d+) (.*?)\s*$")
 _SECTION = re.compile(r"^## (.+?)\s*$")
-_HEADING = re.compile(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_ID = re.compile(r"\b[A-Z]+-\d+\b")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = ("```", "~~~")
+
+RULE_ID = re.compile(r"\b[A-Z]+-\d+\b")
+"""A rule ID as text cites it (`TURN-3`); match what it finds against `rule_ids`."""
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A rule of RULES.md: its ID and the section it is listed under."""
+    """A rule of RULES.md: its ID, the section it is listed under and its text (which is
+    not part of its identity: two `Rule`s are equal when ID and section are)."""
 
     rule_id: str
     section: str
+    text: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A markdown heading of a notebook: its level (1 for `#`) and its source text."""
+
+    level: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,7 @@ def rules(rules_md_path: str | Path) -> list[Rule]:
         if heading := _SECTION.match(line):
             section = heading.group(1)
         elif bullet := _RULE_BULLET.match(line):
-            found.append(Rule(bullet.group(1), section))
+            found.append(Rule(bullet.group(1), section, bullet.group(2)))
     if not found:
         raise ValueError(f"rules_md_path: no rule bullets in {rules_md_path}")
     return found
@@ -55,10 +67,10 @@ def rule_ids(rules_md_path: str | Path) -> list[str]:
     return [rule.rule_id for rule in rules(rules_md_path)]
 
 
-def markdown_headings(notebook_path: str | Path) -> list[str]:
-    """The text of every markdown heading of a notebook (fenced code blocks skipped)."""
+def notebook_headings(notebook_path: str | Path) -> list[Heading]:
+    """Every markdown heading of a notebook with its level (fenced code blocks skipped)."""
     data = json.loads(Path(notebook_path).read_text(encoding="utf-8"))
-    headings: list[str] = []
+    headings: list[Heading] = []
     for cell in data.get("cells", []):
         if cell.get("cell_type") != "markdown":
             continue
@@ -69,8 +81,13 @@ def markdown_headings(notebook_path: str | Path) -> list[str]:
             if line.lstrip().startswith(_FENCE):
                 in_fence = not in_fence
             elif not in_fence and (match := _HEADING.match(line)):
-                headings.append(match.group(1))
+                headings.append(Heading(len(match.group(1)), match.group(2)))
     return headings
+
+
+def markdown_headings(notebook_path: str | Path) -> list[str]:
+    """The text of every markdown heading of a notebook (fenced code blocks skipped)."""
+    return [heading.text for heading in notebook_headings(notebook_path)]
 
 
 def rule_coverage(
@@ -84,7 +101,7 @@ def rule_coverage(
     listed = rules(rules_md_path if rules_md_path is not None else folder / "spec" / "RULES.md")
     citing: dict[str, list[str]] = {rule.rule_id: [] for rule in listed}
     for notebook in sorted(folder.glob("*.ipynb")):
-        cited = {i for heading in markdown_headings(notebook) for i in _ID.findall(heading)}
+        cited = {i for heading in markdown_headings(notebook) for i in RULE_ID.findall(heading)}
         for rule_id in sorted(cited & citing.keys()):
             citing[rule_id].append(notebook.name)
     return [RuleCoverage(r.rule_id, r.section, tuple(citing[r.rule_id])) for r in listed]

@@ -20,48 +20,20 @@ from .messages import (
     conversation_rows,
 )
 from .turns import TurnIndex, index_turns, is_system, leading_system_count
+from .validation import non_negative
 
 M = TypeVar("M", bound=Row)
 
 
 @dataclass(frozen=True)
-class TrimResult:
-    """What the token-budget trim kept and dropped (KEEP-1, CAP-1)."""
-
-    history: list[ChatMessage]
-    dropped: list[ChatMessage] = field(repr=False)
-    dropped_messages: int
-    dropped_turns: int
-    kept_turns: int
-    tokens_before: int
-    tokens_after: int
-    budget_tokens: int
-
-    @property
-    def trimmed(self) -> bool:
-        return self.dropped_turns > 0
-
-    @property
-    def over_budget(self) -> bool:
-        """True when a positive budget is still exceeded (only the newest turn can cause it)."""
-        return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
-
-    def _repr_html_(self) -> str:
-        from .display import trim_result_html  # display imports this module
-
-        return trim_result_html(self)
-
-
-@dataclass(frozen=True)
-class TurnCountTrimResult(Generic[M]):
-    """What a turn-count trim kept and dropped (KEEP-2, LIMIT-1..2)."""
+class _WholeTurnTrim(Generic[M]):
+    """What every whole-turn trim reports: the kept rows, the dropped rows and the counts."""
 
     history: list[M]
     dropped: list[M] = field(repr=False)
     dropped_messages: int
     dropped_turns: int
     kept_turns: int
-    max_turns: int
 
     @property
     def trimmed(self) -> bool:
@@ -70,15 +42,28 @@ class TurnCountTrimResult(Generic[M]):
     def _repr_html_(self) -> str:
         from .display import trim_result_html  # display imports this module
 
-        return trim_result_html(self)
+        return trim_result_html(self)  # type: ignore[arg-type]  # only subclasses exist
 
 
-def _non_negative(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0, got {value}")
-    return value
+@dataclass(frozen=True)
+class TrimResult(_WholeTurnTrim[ChatMessage]):
+    """What the token-budget trim kept and dropped (KEEP-1, CAP-1)."""
+
+    tokens_before: int
+    tokens_after: int
+    budget_tokens: int
+
+    @property
+    def over_budget(self) -> bool:
+        """True when a positive budget is still exceeded (only the newest turn can cause it)."""
+        return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
+
+
+@dataclass(frozen=True)
+class TurnCountTrimResult(_WholeTurnTrim[M]):
+    """What a turn-count trim kept and dropped (KEEP-2, LIMIT-1..2)."""
+
+    max_turns: int
 
 
 def _cut(rows: Sequence[M], index: TurnIndex, first_kept: int) -> tuple[list[M], list[M]]:
@@ -112,7 +97,7 @@ def trim_to_recent_turns(
     """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
 
     Budget 0 disables the trim; the newest turn stays even when it alone is over."""
-    budget = _non_negative("budget_tokens", budget_tokens)
+    budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
     costs = message_costs(rows, index)
@@ -136,7 +121,7 @@ def trim_to_recent_turn_count(
 
     The leading system block and the breadcrumb stay in place; a later system row goes
     with its turn."""
-    limit = _non_negative("max_turns", max_turns)
+    limit = non_negative("max_turns", max_turns)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=has_leading_breadcrumb)
     drop = index.turn_count - max(limit, 1)
@@ -156,7 +141,7 @@ def trim_conversation_to_recent_turns(
 
     When it trims, every system row is kept and moved to the front in order, and the
     breadcrumb is dropped (its owner re-inserts it); neither counts as a dropped message."""
-    limit = _non_negative("max_turns", max_turns)
+    limit = non_negative("max_turns", max_turns)
     rows = conversation_rows(history)
     index = index_turns(rows, crumb_present=has_leading_breadcrumb)
     drop = index.turn_count - max(limit, 1)

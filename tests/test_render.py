@@ -1,6 +1,7 @@
 """The rendered spec: every notebook renders to HTML from its committed outputs (nbconvert's
 HTMLExporter in-process, nothing executed), every rule heading is a heading of that HTML,
-and the index page links each rule ID to an anchor that exists."""
+the index page links each rule ID to an anchor that exists, and the ids the index computes
+without the HTML are the ones nbconvert gives."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from types import ModuleType
 
 import pytest
 from nbconvert import HTMLExporter
+
+from histtrim.specindex import RULE_ID, rules
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -65,7 +68,7 @@ def _source_rule_headings(notebook: Path) -> list[tuple[str, ...]]:
             if line.lstrip().startswith(("```", "~~~")):
                 in_fence = not in_fence
             elif not in_fence and re.match(r" {0,3}#{1,6}\s", line):
-                ids = tuple(render_index.RULE_ID.findall(line))
+                ids = tuple(RULE_ID.findall(line))
                 if ids:
                     found.append(ids)
     return found
@@ -79,7 +82,7 @@ def test_there_are_notebooks() -> None:
 def test_notebook_renders_with_every_rule_heading(site: Path, notebook: Path) -> None:
     page = (site / notebook.with_suffix(".html").name).read_text(encoding="utf-8")
     rendered = [text for text, _ in _html_headings(page)]
-    in_html = [tuple(render_index.RULE_ID.findall(t)) for t in rendered]
+    in_html = [tuple(RULE_ID.findall(t)) for t in rendered]
     in_html = [ids for ids in in_html if ids]
     assert in_html == _source_rule_headings(notebook), f"{notebook.name}: rule headings differ"
     # the title heading (`# NN · Title`) comes first
@@ -98,5 +101,28 @@ def test_index_links_every_cited_rule_to_an_existing_anchor(site: Path) -> None:
     for page, anchor in links:
         anchor = html.unescape(anchor)
         assert anchor in anchors[page], f"index links {page}#{anchor}, which does not exist"
-    for rule in render_index.load_rules(RULES):
+    for rule in rules(RULES):
         assert f'<tr id="{rule.rule_id}">' in index
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_fallback_anchors_are_the_ones_nbconvert_gives(site: Path, notebook: Path) -> None:
+    """Without the HTML beside it, the index computes every heading's text and id itself."""
+    page = (site / notebook.with_suffix(".html").name).read_text(encoding="utf-8")
+    parser = render_index._HeadingIds()
+    parser.feed(page)
+    assert render_index.fallback_headings(notebook) == parser.found
+
+
+@pytest.mark.parametrize(
+    ("source", "rendered"),
+    [
+        ("KEEP-1 — `trim_to_recent_turns` is it", "KEEP-1 — trim_to_recent_turns is it"),
+        ("`a_b` and *c_d* and __e__", "a_b and c_d and e"),
+        ("snake_case_name and **bold**", "snake_case_name and bold"),
+        ("[the `x_y` link](https://example.org/a_b_c)", "the x_y link"),
+        ("``a ` b`` and `` `c` ``", "a ` b and `c`"),
+    ],
+)
+def test_strip_inline_markdown_keeps_code_spans_verbatim(source: str, rendered: str) -> None:
+    assert render_index.strip_inline_markdown(source) == rendered

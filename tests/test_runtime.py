@@ -7,13 +7,20 @@ import copy
 import io
 import json
 import logging
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
+import histtrim.carriers
+import histtrim.estimate
+import histtrim.turns
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.carriers import parse_tool_calls, to_chat_messages
 from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.estimate import estimate_history_tokens
+from histtrim.estimate import ToolSchema, estimate_history_tokens
 from histtrim.events import EventBus, InMemoryTransport, JsonLinesTransport, ObservedTrim
 from histtrim.messages import (
     BREADCRUMB,
@@ -182,6 +189,93 @@ def test_run_1_no_trim_when_within_budget_or_disabled() -> None:
         assert bot.turn("More.").events == ()
         assert bot.history[:-2] == before
         assert BREADCRUMB not in [m.content for m in provider.requests[0].messages]
+
+
+class CountingProvider:
+    """Calls a tool whenever it may (replies when offered no tools), recording at each call
+    the request size and the agent's row work so far; it does no estimating of its own."""
+
+    def __init__(self, work: Callable[[], int]) -> None:
+        self.work = work
+        self.marks: list[tuple[int, int]] = []  # (request rows, agent row work so far)
+
+    def complete(
+        self, messages: Sequence[ChatMessage], tool_schemas: Sequence[ToolSchema]
+    ) -> ProviderReply:
+        self.marks.append((len(messages), self.work()))
+        return calls(f"c{len(self.marks)}") if tool_schemas else say("Done.")
+
+
+def count_row_work(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count every row that anything in histtrim prices, indexes or converts: the rows passed
+    to `message_costs` / `index_turns` / `to_chat_messages`, and each `message_cost` call,
+    wherever those names are bound."""
+    counter: Counter[str] = Counter()
+
+    def counted(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(rows: Any, *args: Any, **kwargs: Any) -> Any:
+            rows = rows if name == "message_cost" else list(rows)
+            counter[name] += 1 if name == "message_cost" else len(rows)
+            return fn(rows, *args, **kwargs)
+
+        return wrapper
+
+    originals = {
+        "message_costs": histtrim.estimate.message_costs,
+        "message_cost": histtrim.estimate.message_cost,
+        "index_turns": histtrim.turns.index_turns,
+        "to_chat_messages": histtrim.carriers.to_chat_messages,
+    }
+    for module in [m for n, m in sys.modules.items() if n.split(".")[0] == "histtrim"]:
+        for name, fn in originals.items():
+            if getattr(module, name, None) is fn:
+                monkeypatch.setattr(module, name, counted(name, fn))
+    return counter
+
+
+def boundary_work(past: int, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(rows added, row work) up to each provider call of one turn that runs 10 tool
+    iterations and the final summary, on a restored history of `past` turns."""
+    with monkeypatch.context() as patch:
+        counter = count_row_work(patch)
+        rt = runtime(
+            window=10**9,
+            max_context_tokens=10**8,
+            max_history_messages=10**6,
+            max_tool_iterations=10,
+        )
+        bot: Agent
+
+        def work() -> int:
+            return counter.total() + bot._ledger.priced
+
+        provider = CountingProvider(work)
+        bot = agent(provider, rt)  # type: ignore[arg-type]
+        bot.restore(past_turns(past, size=20))
+        start = work()
+        # Positive control: the counter sees a whole-history estimate as O(history) work.
+        estimate_history_tokens(bot.working_history())
+        assert work() - start >= 2 * len(bot.working_history())
+        rows_before, start = len(bot.working_history()), work()
+        outcome = bot.turn("Check the log again.")
+        assert outcome.hit_iteration_limit and len(outcome.calls) == 11
+        sizes = [rows_before, *(rows for rows, _ in provider.marks)]
+        works = [start, *(done for _, done in provider.marks)]
+    return [(sizes[n + 1] - sizes[n], works[n + 1] - works[n]) for n in range(len(provider.marks))]
+
+
+def test_run_1_boundary_check_costs_the_new_rows_not_the_history(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RUN-1: the trim check runs at every provider-call boundary, so it must be cheap: the
+    work between two boundaries is bounded by the rows added since the previous one (each
+    priced and converted once, the check itself O(1)), the same on a 40-row history and on
+    an 8,000-row one (rebuilding the rows at every boundary costs ~9 per history row)."""
+    short, long = boundary_work(10, monkeypatch), boundary_work(2000, monkeypatch)
+    assert short == long
+    assert [added for added, _ in long] == [1, *[2] * 9, 3]  # the last adds the summary prompt
+    for added, work in long:
+        assert work <= 2 * added + 2
 
 
 # ------------------------------------------------------------------ RUN-2 / PAIR-4

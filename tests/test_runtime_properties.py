@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.carriers import parse_tool_calls, parse_tool_result
 from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.estimate import ToolSchema
+from histtrim.estimate import ToolSchema, estimate_history_tokens
 from histtrim.events import EventBus, ObservedTrim
 from histtrim.messages import (
     BREADCRUMB,
@@ -189,6 +189,10 @@ class Watch:
         self.check(observed.event.kept_turns == turns, "kept_turns disagrees with the history")
         self.check(observed.event.dropped_messages > 0, "event dropped nothing")
         self.check(observed.turn_id == agent.turn_id, "wrong turn id")
+        self.check(
+            observed.event.tokens_after == estimate_history_tokens(agent.working_history()),
+            "tokens_after is not the estimate of the kept rows",
+        )
 
     def check_crumb(self, rows: Sequence[ConversationMessage], crumb: bool) -> None:
         contents = [getattr(r, "content", None) for r in rows]
@@ -277,6 +281,12 @@ def test_scripted_sessions_keep_every_runtime_invariant(session: Session) -> Non
     assert pairing_problems(bot.working_history()) == []
     assert watch.problems == []
     assert [o.event for o in watch.events] == bot.events
+    # RUN-1, CAP-2: the logged estimates (kept by the agent's ledger) are the estimates of
+    # what was sent, tool schemas included.
+    sent = [r for r in provider.requests if r.outcome != "exhausted"]
+    assert [(c.history_tokens, c.tokens) for c in bot.calls] == [
+        (estimate_history_tokens(r.messages), r.estimated_tokens) for r in sent
+    ]
     assert bot.crumb_present == bool(bot.events)
     limit = max(session.runtime.profile.max_history_turns, 1)
     assert index_turns(bot.history, crumb_present=bot.crumb_present).turn_count <= limit

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from histtrim.specindex import (
+    Heading,
     Rule,
     markdown_headings,
     missing_rules,
+    notebook_headings,
     rule_coverage,
     rule_ids,
     rules,
@@ -69,6 +71,16 @@ def test_rules_carry_their_section() -> None:
     assert Rule("EST-2", "Token estimate (`estimate_history_tokens`)") in listed
 
 
+def test_rules_carry_their_text(tmp_path: Path) -> None:
+    listed = rules(_rules_md(tmp_path / "RULES.md"))
+    assert [(r.rule_id, r.text) for r in listed] == [
+        ("TURN-1", "first rule."), ("TURN-2", "second rule."),
+        ("EST-1", "bytes."), ("EST-10", "a two-digit id."),
+    ]  # fmt: skip
+    real = {r.rule_id: r.text for r in rules(RULES_MD)}
+    assert real["TURN-5"] == "Leading system messages are always kept."
+
+
 def test_a_file_without_rule_bullets_is_an_error(tmp_path: Path) -> None:
     empty = tmp_path / "RULES.md"
     empty.write_text("# nothing here\n", encoding="utf-8")
@@ -87,6 +99,9 @@ def test_markdown_headings_skip_code_cells_fences_and_paragraphs(tmp_path: Path)
         ],
     )
     assert markdown_headings(notebook) == ["01 · Title", "TURN-1 — a heading", "EST-1, and more"]
+    assert notebook_headings(notebook) == [
+        Heading(1, "01 · Title"), Heading(2, "TURN-1 — a heading"), Heading(3, "EST-1, and more"),
+    ]  # fmt: skip
 
 
 def test_coverage_lists_citing_notebooks_in_name_order(tmp_path: Path) -> None:

@@ -2,9 +2,10 @@
 
 Lists the notebooks (title = first markdown heading) with links to their HTML, and
 every rule ID of RULES.md with links to the notebook headings that cite it
-(``<notebook>.html#<heading id>``). Heading ids are read from the HTML that
+(``<notebook>.html#<heading id>``). Rules and headings are read by `histtrim.specindex`
+(the same reader as notebook 00's index). Heading ids are read from the HTML that
 ``jupyter nbconvert --to html`` wrote next to the index when it exists; otherwise
-they are computed the way nbconvert does (heading text, spaces -> '-', URL-quoted).
+they are computed the way nbconvert does (rendered heading text, spaces -> '-', URL-quoted).
 
 Usage: python tools/render_index.py [--notebooks notebooks] [--rules notebooks/spec/RULES.md]
                                     [--out build/spec/index.html]
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -22,14 +22,21 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote
 
-RULE_ID = re.compile(r"\b(?:TURN|KEEP|BUDGET|CAP|ROUTE|EST|RUN|LIMIT|SEEN|PAIR)-\d+\b")
-HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-RULE_LINE = re.compile(r"^- ((?:TURN|KEEP|BUDGET|CAP|ROUTE|EST|RUN|LIMIT|SEEN|PAIR)-\d+) (.*)$")
-SECTION = re.compile(r"^## (.*)$")
+from histtrim.specindex import RULE_ID, Rule, notebook_headings, rules
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(
+    r"(\*\*|\*)(\S(?:.*?\S)?)\1"  # ** and * work inside words
+    r"|(?<![A-Za-z0-9])(__|_)(\S(?:.*?\S)?)\3(?![A-Za-z0-9])"  # _ and __ do not
+)
+_SLOT = re.compile(r"\x00(\d+)\x00")
 
 
 @dataclass
 class Heading:
+    """A heading as the rendered page shows it: level, text and its id."""
+
     level: int
     text: str
     anchor: str
@@ -46,24 +53,31 @@ class Notebook:
         return self.path.with_suffix(".html").name
 
 
-@dataclass
-class Rule:
-    rule_id: str
-    text: str
-    section: str
-
-
 def nbconvert_anchor(text: str) -> str:
     """The id nbconvert gives a heading whose rendered text is ``text``."""
     return quote(text.replace(" ", "-"), safe="?/:@!$&'()*+,;=")
 
 
 def strip_inline_markdown(text: str) -> str:
-    """Approximate the rendered text of a markdown heading (code, emphasis, links)."""
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
-    text = re.sub(r"`+([^`]*)`+", r"\1", text)
-    text = re.sub(r"(\*\*|__|\*|_)(\S(?:.*?\S)?)\1", r"\2", text)
-    return text.strip()
+    """Approximate the rendered text of a markdown heading: code spans become their content,
+    verbatim (`trim_to_recent_turns` keeps its underscores), then links and emphasis are
+    stripped outside them."""
+    spans: list[str] = []
+
+    def hold(match: re.Match[str]) -> str:
+        content = match.group(2)
+        if content.startswith(" ") and content.endswith(" ") and content.strip():
+            content = content[1:-1]
+        spans.append(content)
+        return f"\x00{len(spans) - 1}\x00"
+
+    text = _CODE_SPAN.sub(hold, text)
+    text = _LINK.sub(r"\1", text)
+    previous = None
+    while previous != text:  # nested emphasis, outermost first
+        previous = text
+        text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
+    return _SLOT.sub(lambda m: spans[int(m.group(1))], text).strip()
 
 
 class _HeadingIds(HTMLParser):
@@ -97,28 +111,17 @@ class _HeadingIds(HTMLParser):
             self._text.append(data)
 
 
-def markdown_headings(cells: list[dict[str, object]]) -> list[Heading]:
-    headings: list[Heading] = []
-    for cell in cells:
-        if cell.get("cell_type") != "markdown":
-            continue
-        source = cell.get("source", "")
-        text = "".join(source) if isinstance(source, list) else str(source)
-        in_fence = False
-        for line in text.splitlines():
-            if line.lstrip().startswith(("```", "~~~")):
-                in_fence = not in_fence
-                continue
-            match = None if in_fence else HEADING.match(line)
-            if match:
-                rendered = strip_inline_markdown(match.group(2))
-                headings.append(Heading(len(match.group(1)), rendered, nbconvert_anchor(rendered)))
+def fallback_headings(path: Path) -> list[Heading]:
+    """The notebook's headings with the text and id nbconvert would give them."""
+    headings = []
+    for heading in notebook_headings(path):
+        rendered = strip_inline_markdown(heading.text)
+        headings.append(Heading(heading.level, rendered, nbconvert_anchor(rendered)))
     return headings
 
 
 def load_notebook(path: Path, html_dir: Path) -> Notebook:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    headings = markdown_headings(list(data.get("cells", [])))
+    headings = fallback_headings(path)
     rendered = html_dir / path.with_suffix(".html").name
     if rendered.exists():
         parser = _HeadingIds()
@@ -127,17 +130,6 @@ def load_notebook(path: Path, html_dir: Path) -> Notebook:
             headings = parser.found
     title = headings[0].text if headings else path.stem
     return Notebook(path=path, title=title, headings=headings)
-
-
-def load_rules(path: Path) -> list[Rule]:
-    rules: list[Rule] = []
-    section = ""
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if match := SECTION.match(line):
-            section = match.group(1)
-        elif match := RULE_LINE.match(line):
-            rules.append(Rule(match.group(1), match.group(2), section))
-    return rules
 
 
 def inline_code(text: str) -> str:
@@ -151,7 +143,7 @@ def inline_code(text: str) -> str:
     )
 
 
-def render(notebooks: list[Notebook], rules: list[Rule]) -> str:
+def render(notebooks: list[Notebook], listed: list[Rule]) -> str:
     citations: dict[str, list[tuple[Notebook, Heading]]] = {}
     for notebook in notebooks:
         for heading in notebook.headings:
@@ -185,7 +177,7 @@ def render(notebooks: list[Notebook], rules: list[Rule]) -> str:
 
     out.append("<h2>Rules</h2>")
     section = None
-    for rule in rules:
+    for rule in listed:
         if rule.section != section:
             if section is not None:
                 out.append("</table>")
@@ -217,15 +209,15 @@ def main(argv: list[str] | None = None) -> int:
 
     out: Path = args.out
     notebooks = [load_notebook(p, out.parent) for p in sorted(args.notebooks.glob("*.ipynb"))]
-    rules = load_rules(args.rules)
+    listed = rules(args.rules)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(notebooks, rules), encoding="utf-8")
+    out.write_text(render(notebooks, listed), encoding="utf-8")
     uncited = [
         r.rule_id
-        for r in rules
+        for r in listed
         if not any(r.rule_id in RULE_ID.findall(h.text) for nb in notebooks for h in nb.headings)
     ]
-    print(f"wrote {out}: {len(notebooks)} notebooks, {len(rules)} rules, {len(uncited)} uncited")
+    print(f"wrote {out}: {len(notebooks)} notebooks, {len(listed)} rules, {len(uncited)} uncited")
     return 0
 
 

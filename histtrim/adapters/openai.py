@@ -20,7 +20,13 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..carriers import IMAGE_MARKER, is_loadable_target, parse_tool_calls, parse_tool_result
+from ..carriers import (
+    IMAGE_MARKER,
+    is_loadable_target,
+    json_object,
+    parse_tool_calls,
+    parse_tool_result,
+)
 from ..messages import BREADCRUMB, ChatMessage, ToolCall, chat_rows
 from . import RecordTrimResult, trim_records
 
@@ -294,7 +300,7 @@ def _map_part_url(part: object, change: Callable[[str], str]) -> object:
 
 
 def _to_message(row: ChatMessage) -> OpenAIMessage:
-    body = _json_object(row.content)
+    body = json_object(row.content)
     if row.role in ("system", "user"):
         wrapped = _wrapped_message(row.role, body)
         if wrapped is not None:
@@ -413,13 +419,3 @@ def _canonical_json(value: object) -> str:
 
 def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _json_object(content: str) -> dict[str, Any] | None:
-    if not content.startswith("{"):
-        return None
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
