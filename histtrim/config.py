@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -66,6 +67,8 @@ class RuntimeProfile(_Config):
         # Any number is accepted (invalid ones mean "unset"); text and booleans are typos.
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise ValueError(f"must be a number or null, got {value!r}")
+        if isinstance(value, int) and abs(value) > sys.float_info.max:
+            return math.inf if value > 0 else -math.inf  # out of range like any other: unset
         return value
 
     @property

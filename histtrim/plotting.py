@@ -405,8 +405,12 @@ def budget_cut(
     kept_count = sum(r.kept for r in rows)
     if 0 < kept_count < len(rows):
         axes.axvline(kept_count - 0.5, color=_DROPPED_COLOR, linestyle=":", label="cut")
+    # "(newest)" on a second line so it cannot run into the next label; many turns: rotate.
     axes.set_xticks(
-        positions, [f"turn {r.turn}" + (" (newest)" if i == 0 else "") for i, r in enumerate(rows)]
+        positions,
+        [f"turn {r.turn}" + ("\n(newest)" if i == 0 else "") for i, r in enumerate(rows)],
+        rotation=45 if len(rows) > 12 else 0,
+        ha="right" if len(rows) > 12 else "center",
     )
     axes.set_xlabel("turns, newest first")
     axes.set_ylabel("estimated tokens")
@@ -885,7 +889,10 @@ def call_timeline(
     )
     if provider_window is not None:
         axes.axhline(
-            provider_window, color=_DROPPED_COLOR, linestyle=":", label="provider's own window"
+            provider_window,
+            color=_DROPPED_COLOR,
+            linestyle=":",
+            label=f"provider's own window ({provider_window:,})",
         )
     if any(r.budget for r in rows):
         axes.plot(

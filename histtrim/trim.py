@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from .estimate import message_costs
 from .messages import (
@@ -25,7 +25,7 @@ from .validation import non_negative
 M = TypeVar("M", bound=Row)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class _WholeTurnTrim(Generic[M]):
     """What every whole-turn trim reports: the kept rows, the dropped rows and the counts."""
 
@@ -39,13 +39,24 @@ class _WholeTurnTrim(Generic[M]):
     def trimmed(self) -> bool:
         return self.dropped_turns > 0
 
+    def __repr__(self) -> str:
+        """A one-line summary; the rows themselves are in `history` and `dropped`."""
+        return (
+            f"{type(self).__name__}(kept {_count(len(self.history), 'row')} in "
+            f"{_count(self.kept_turns, 'turn')}, dropped {_count(self.dropped_messages, 'message')}"
+            f" in {_count(self.dropped_turns, 'turn')}{self._summary()})"
+        )
+
+    def _summary(self) -> str:
+        return ""
+
     def _repr_html_(self) -> str:
         from .display import trim_result_html  # display imports this module
 
         return trim_result_html(self)  # type: ignore[arg-type]  # only subclasses exist
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TrimResult(_WholeTurnTrim[ChatMessage]):
     """What the token-budget trim kept and dropped (KEEP-1, CAP-1)."""
 
@@ -58,12 +69,24 @@ class TrimResult(_WholeTurnTrim[ChatMessage]):
         """True when a positive budget is still exceeded (only the newest turn can cause it)."""
         return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
 
+    def _summary(self) -> str:
+        return (
+            f", tokens {self.tokens_before} -> {self.tokens_after}, budget {self.budget_tokens}"
+        )
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class TurnCountTrimResult(_WholeTurnTrim[M]):
     """What a turn-count trim kept and dropped (KEEP-2, LIMIT-1..2)."""
 
     max_turns: int
+
+    def _summary(self) -> str:
+        return f", max_turns {self.max_turns}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def _cut(rows: Sequence[M], index: TurnIndex, first_kept: int) -> tuple[list[M], list[M]]:
@@ -163,10 +186,11 @@ def drop_oldest_whole_turn(
     history: Sequence[M], *, crumb_present: bool = False
 ) -> tuple[list[M], int]:
     """Drop the oldest turn (and any preamble) if another remains: (new list, rows dropped)."""
-    index = index_turns(history, crumb_present=crumb_present)
+    rows = cast(Sequence[M], conversation_rows(history))  # dicts are validated, like the trims
+    index = index_turns(rows, crumb_present=crumb_present)
     if index.turn_count <= 1:
-        return list(history), 0
-    kept, dropped = _cut(history, index, 1)
+        return list(rows), 0
+    kept, dropped = _cut(rows, index, 1)
     return kept, len(dropped)
 
 
@@ -177,8 +201,9 @@ def breadcrumb_message() -> ChatMessage:
 
 def insert_breadcrumb(history: Sequence[M], *, crumb_present: bool) -> list[M | ChatMessage]:
     """Insert the breadcrumb once, right after the leading system rows (SEEN-1)."""
+    rows = cast(Sequence[M], conversation_rows(history))  # a dict system row is a system row
     if crumb_present:
-        index_turns(history, crumb_present=True)  # the flag must name a real crumb slot
-        return list(history)
-    prefix = leading_system_count(history)
-    return [*history[:prefix], breadcrumb_message(), *history[prefix:]]
+        index_turns(rows, crumb_present=True)  # the flag must name a real crumb slot
+        return list(rows)
+    prefix = leading_system_count(rows)
+    return [*rows[:prefix], breadcrumb_message(), *rows[prefix:]]

@@ -183,3 +183,12 @@ def test_the_json_schema_documents_every_section_and_field() -> None:
     assert "BUDGET-4" in runtime["context_compact_ratio"]["description"]
     window = schema["$defs"]["ProviderProfile"]["properties"]["context_window"]
     assert {"type": "integer", "minimum": 0, "maximum": 2**64 - 1} in window["anyOf"]
+
+
+@pytest.mark.parametrize("ratio", [10**400, -(10**400)], ids=["1e400", "-1e400"])
+def test_an_integer_ratio_too_large_for_a_float_is_unset_not_an_error(ratio: int) -> None:
+    """BUDGET-4: JSON can spell an integer no double holds; it is out of range like any other."""
+    assert RuntimeProfile(context_compact_ratio=ratio).valid_context_compact_ratio is None
+    text = json.dumps({"runtimes": {"a": {"context_compact_ratio": ratio}}})
+    loaded = AgentConfig.loads(text, format="json")
+    assert loaded.runtimes["a"].valid_context_compact_ratio is None

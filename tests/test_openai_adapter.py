@@ -449,3 +449,37 @@ def test_limits_are_exclusive_and_records_pair_with_rows() -> None:
         trim_records(["x"], [], max_turns=1)
     with pytest.raises(ValueError, match="budget_tokens must be >= 0"):
         trim_openai(session(), budget_tokens=-1)
+
+
+def test_budget_trim_counts_the_inserted_breadcrumb_keep_1_cap_1() -> None:
+    """KEEP-1, CAP-1, SEEN-1: the breadcrumb a trim inserts is sent too, so the output fits the
+    budget unless only the newest turn is left, and trimming it again changes nothing."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "sys"}]
+    for i in range(6):
+        messages += [
+            {"role": "user", "content": f"question {i} " + "x" * 40},
+            {"role": "assistant", "content": "answer " + "y" * 40},
+        ]
+    # System 5 tokens, each turn 33, the breadcrumb 17. With a budget of 104 the three newest
+    # turns fit without the breadcrumb (104) but not with it (121): two turns stay (88).
+    out = trim_openai(messages, budget_tokens=104)
+    assert out.event is not None
+    assert out.records == [messages[0], openai_breadcrumb(), *messages[-4:]]
+    assert (out.event.dropped_messages, out.event.kept_turns) == (8, 2)
+    assert out.event.tokens_after == estimate_history_tokens(out.rows) == 88
+    assert out.event.tokens_before == out.result.tokens_before == 5 + 6 * 33
+    assert out.crumb_present and out.crumb_inserted
+    again = trim_openai(out.records, budget_tokens=104, crumb_present=True)
+    assert not again.trimmed
+
+
+@given(messages=st.lists(openai_messages(), max_size=12), data=st.data())
+def test_a_budget_trim_fits_or_keeps_one_turn_keep_1(
+    messages: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """KEEP-1, CAP-1: breadcrumb included, the output is over the budget only with one turn."""
+    total = estimate_history_tokens(from_openai(messages))
+    budget = data.draw(st.integers(1, max(total, 1)), label="budget")
+    out = trim_openai(messages, budget_tokens=budget)
+    if out.event is not None:
+        assert out.event.tokens_after <= budget or out.event.kept_turns == 1

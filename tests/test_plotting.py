@@ -225,6 +225,19 @@ def test_budget_cut_keeps_a_newest_turn_over_budget() -> None:
     assert cut.result.over_budget
 
 
+def test_budget_cut_tick_labels_do_not_run_into_each_other() -> None:
+    """The newest turn's "(newest)" note sits on its own line; a long session rotates labels."""
+    cut = budget_cut(ex.agent_session(), 2_000, title="cut")
+    labels = [t.get_text() for t in cut.figure.axes[0].get_xticklabels()]
+    assert labels[0] == "turn 5\n(newest)"
+    assert all(len(label) <= len("turn 10") for label in labels[1:])
+    long_session = [ex.agent_session()[0]] + [
+        m for n in range(15) for m in (ChatMessage.user(f"q{n}"), ChatMessage.assistant(f"a{n}"))
+    ]
+    rotated = budget_cut(long_session, 50, title="long")
+    assert {t.get_rotation() for t in rotated.figure.axes[0].get_xticklabels()} == {45.0}
+
+
 @given(chat_histories(), st.integers(0, 8), st.integers(0, 6000))
 def test_figure_numbers_agree_with_every_provider_facing_trim(
     generated: GeneratedHistory[ChatMessage], max_turns: int, budget: int

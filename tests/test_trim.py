@@ -544,3 +544,20 @@ def test_bad_structured_items_in_a_trim_name_the_field(item: dict[str, object], 
     with pytest.raises(ValidationError) as error:
         trim_conversation_to_recent_turns([*history3(), item], 1)  # type: ignore[list-item]
     assert field in str(error.value)
+
+
+def test_turn_5_seen_1_helpers_take_dict_rows_like_the_trims() -> None:
+    """TURN-5, SEEN-1: a dict system row is a system row, so the crumb goes after it; dict
+    rows and one-shot iterables are validated, as every trim does."""
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"}]
+    assert insert_breadcrumb(rows, crumb_present=False) == [
+        ChatMessage.system("s"),
+        CRUMB,
+        ChatMessage.user("a"),
+    ]
+    two_turns = [*rows, {"role": "assistant", "content": "x"}, {"role": "user", "content": "b"}]
+    kept = [ChatMessage.system("s"), ChatMessage.user("b")]
+    assert drop_oldest_whole_turn(two_turns) == (kept, 2)
+    assert drop_oldest_whole_turn(iter(two_turns)) == drop_oldest_whole_turn(two_turns)
+    with pytest.raises(ValidationError, match="role"):
+        drop_oldest_whole_turn([{"role": "robot", "content": "a"}])

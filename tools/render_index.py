@@ -158,7 +158,7 @@ def render(notebooks: list[Notebook], listed: list[Rule]) -> str:
         "<title>histtrim: the executable spec</title>",
         "<style>",
         "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}",
-        "td,th{vertical-align:top;padding:.2rem .6rem;text-align:left}",
+        "td,th{vertical-align:top;padding:.2rem .6rem;text-align:left}th{white-space:nowrap}",
         ".missing{color:#b00}",
         "code{background:#f3f3f3;padding:0 .2rem}",
         "</style>",

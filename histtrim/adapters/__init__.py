@@ -5,6 +5,7 @@ come back untouched."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -68,16 +69,27 @@ def trim_records(
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
 
     When turns are dropped and no breadcrumb is present yet, a copy of `breadcrumb_record`
-    (if given) goes after the leading system records (SEEN-1), and the event (SEEN-2) names
-    the limit; `budget_in_force` is the budget it reports for a turn-limit trim."""
+    (if given) goes after the leading system records (SEEN-1), and a token trim counts it
+    toward the budget; the event (SEEN-2) names the limit; `budget_in_force` is the budget it
+    reports for a turn-limit trim."""
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")
     result: TrimResult | TurnCountTrimResult[ChatMessage]
+    inserted = False
     if budget_tokens is not None:
         result = trim_to_recent_turns(rows, budget_tokens, crumb_present=crumb_present)
         reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
+        if result.trimmed and breadcrumb_record is not None and not crumb_present:
+            # The breadcrumb is sent too: trim again with it in place so it counts toward
+            # the budget (KEEP-1, CAP-1), as the agent loop does.
+            at = leading_system_count(rows)
+            records = [*records[:at], copy.deepcopy(breadcrumb_record), *records[at:]]
+            rows = insert_breadcrumb(rows, crumb_present=False)
+            crumb_present = inserted = True
+            with_crumb = trim_to_recent_turns(rows, budget_tokens, crumb_present=True)
+            result = dataclasses.replace(with_crumb, tokens_before=before)  # the caller's rows
     else:
         assert max_turns is not None
         result = trim_to_recent_turn_count(rows, max_turns, has_leading_breadcrumb=crumb_present)
@@ -89,7 +101,6 @@ def trim_records(
     body = leading_system_count(rows) + crumb_present
     kept = [*records[:body], *records[body + len(result.dropped) :]]
     out_rows: list[ChatMessage] = list(result.history)
-    inserted = False
     if breadcrumb_record is not None and not crumb_present:
         kept.insert(leading_system_count(out_rows), copy.deepcopy(breadcrumb_record))
         out_rows = insert_breadcrumb(out_rows, crumb_present=False)
