@@ -1,0 +1,139 @@
+"""The `histtrim` command: trim a session file by whole turns, show its estimate per turn,
+and explain how a configuration resolves the budget and capacity of a route.
+
+Bad input (a missing file, invalid JSON, a malformed message, an unknown agent) is
+reported on one line naming the file, the line and the field, with exit code 2."""
+
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from .estimate import cmd_estimate, format_turn_table
+from .explain import cmd_explain, explain_route, load_route
+from .sessions import Format, Session, read_session
+from .trim import cmd_trim
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_OK",
+    "Format",
+    "InputError",
+    "Session",
+    "build_parser",
+    "cmd_estimate",
+    "cmd_explain",
+    "cmd_trim",
+    "explain_route",
+    "format_turn_table",
+    "load_route",
+    "main",
+    "read_session",
+]
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="histtrim",
+        description="Trim chat histories by whole turns and explain context budgets.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def session_args(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "session", help="a JSON array, a JSON object with 'messages', or JSON Lines"
+        )
+        command.add_argument(
+            "--format", choices=("openai", "histtrim"), help="skip auto-detection"
+        )
+        command.add_argument(
+            "--crumb-present",
+            action="store_true",
+            help="the message after the leading system messages is the breadcrumb",
+        )
+
+    def route_args(command: argparse.ArgumentParser, required: bool) -> None:
+        command.add_argument("--config", required=required, help="agent config (.toml or .json)")
+        command.add_argument("--agent", required=required, help="agent name in the config")
+        command.add_argument("--model", help="an explicit session switch to this model")
+        command.add_argument("--hint", help="a classifier hint naming a configured route")
+
+    trim = commands.add_parser(
+        "trim",
+        help="drop the oldest whole turns; writes the history, reports on stderr",
+        description="Writes the trimmed history in the input's format (stdout or -o); prints "
+        "each HistoryTrimmed event as JSON and a summary line on stderr.",
+    )
+    session_args(trim)
+    limit = trim.add_mutually_exclusive_group()
+    limit.add_argument("--budget", type=_count, help="token budget (0 disables the trim)")
+    limit.add_argument("--max-turns", type=_count, help="keep at most this many turns")
+    route_args(trim, required=False)
+    trim.add_argument("-o", "--output", help="write here instead of stdout")
+    trim.set_defaults(run=cmd_trim)
+
+    estimate = commands.add_parser("estimate", help="per-turn messages, tokens and images")
+    session_args(estimate)
+    estimate.set_defaults(run=cmd_estimate)
+
+    explain = commands.add_parser(
+        "explain", help="how the budget and capacity of a route are resolved, rule by rule"
+    )
+    route_args(explain, required=True)
+    explain.set_defaults(run=cmd_explain)
+    return parser
+
+
+def _check_trim_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.command != "trim":
+        return
+    chosen = [name for name in ("budget", "max_turns") if getattr(args, name) is not None]
+    if args.config is not None and chosen:
+        parser.error(f"--config cannot be combined with --{chosen[0].replace('_', '-')}")
+    if args.config is None and not chosen:
+        parser.error("one of --budget, --max-turns or --config is required")
+    if (args.config is None) != (args.agent is None):
+        parser.error("--config and --agent go together")
+    if args.config is None and (args.model is not None or args.hint is not None):
+        parser.error("--model and --hint need --config")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit code (0, or 2 for bad input or arguments)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        _check_trim_args(parser, args)
+    except SystemExit as exit:
+        return exit.code if isinstance(exit.code, int) else EXIT_BAD_INPUT
+    try:
+        code: int = args.run(args)
+    except InputError as error:
+        print(f"histtrim: error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # The reader went away (`histtrim ... | head`): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    return code

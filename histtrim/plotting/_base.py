@@ -1,0 +1,41 @@
+"""The shared figure base (`_Plot`), colours and axes labelling of the notebook figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .tables import _fields_table
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
+
+_FIXED_COLOR = "#9e9e9e"
+_KEPT_COLOR = "#2e7d32"
+_DROPPED_COLOR = "#c62828"
+
+
+@dataclass(frozen=True)
+class _Plot(Generic[R]):
+    """A figure and the rows of numbers it draws; `table()` prints them (nbval reads text)."""
+
+    figure: Figure
+    rows: list[R]
+    columns: ClassVar[tuple[str, ...]] = ()
+    """The table's headers, one per field of a row."""
+
+    def table(self) -> str:
+        return _fields_table(self.columns, self.rows)
+
+
+def _label(axes: Axes, xlabel: str, ylabel: str, title: str) -> None:
+    axes.set_xlabel(xlabel)
+    if ylabel:
+        axes.set_ylabel(ylabel)
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8)

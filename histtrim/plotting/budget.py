@@ -1,0 +1,326 @@
+"""Budget figures: the budget cut over turns, the budget heatmap and the pruning effect."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..config import HistoryPruning, ProviderProfile, RuntimeProfile
+from ..estimate import message_costs
+from ..messages import ChatMessage
+from ..route import ResolvedRuntime, resolve_runtime
+from ..trim import TrimResult, trim_to_recent_turns
+from ..turns import index_turns
+from ._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
+from .tables import text_table
+
+
+@dataclass(frozen=True)
+class CutRow:
+    """One turn, newest first: its size and the running total from the newest turn back."""
+
+    turn: int
+    messages: int
+    tokens: int
+    cumulative: int
+    fits: bool
+    kept: bool
+
+
+@dataclass(frozen=True)
+class BudgetCut(_Plot[CutRow]):
+    """Cumulative tokens from the newest turn backwards against the budget."""
+
+    columns = ("turn", "messages", "tokens", "cumulative", "fits", "kept")
+    budget: int
+    fixed_tokens: int
+    """System prefix and breadcrumb: kept whatever the budget."""
+    result: TrimResult
+
+
+def cumulative_from_newest(
+    history: Sequence[ChatMessage],
+    budget_tokens: int,
+    *,
+    crumb_present: bool = False,
+) -> tuple[list[CutRow], int, TrimResult]:
+    """Every turn, newest first, with the running total from the newest turn backwards
+    (starting from the system prefix and crumb), whether that total fits the budget (budget
+    0: no trim, everything fits) and whether `trim_to_recent_turns` kept the turn.
+
+    Returns (rows, tokens of the system prefix and crumb, the trim result)."""
+    index = index_turns(history, crumb_present=crumb_present)
+    costs = message_costs(history, index)
+    result = trim_to_recent_turns(history, budget_tokens, crumb_present=crumb_present)
+    fixed = sum(costs[: index.body_start])
+    running = fixed
+    rows: list[CutRow] = []
+    for turn in reversed(range(index.turn_count)):
+        start, end = index.turn_start(turn), index.turn_end(turn)
+        tokens = sum(costs[start:end])
+        running += tokens
+        rows.append(
+            CutRow(
+                turn=turn + 1,
+                messages=end - start,
+                tokens=tokens,
+                cumulative=running,
+                fits=budget_tokens == 0 or running <= budget_tokens,
+                kept=turn >= result.dropped_turns,
+            )
+        )
+    return rows, fixed, result
+
+
+def budget_cut(
+    history: Sequence[ChatMessage],
+    budget_tokens: int,
+    *,
+    title: str,
+    crumb_present: bool = False,
+) -> BudgetCut:
+    """Bars of each turn's tokens and a line of the running total (system rows included),
+    newest turn first, against the budget; the trim's cut is marked."""
+    rows, fixed, result = cumulative_from_newest(
+        history, budget_tokens, crumb_present=crumb_present
+    )
+    figure, axes = plt.subplots(figsize=(10, 4.5))
+    positions = list(range(len(rows)))
+    axes.bar(
+        positions,
+        [r.tokens for r in rows],
+        color=[_KEPT_COLOR if r.kept else _DROPPED_COLOR for r in rows],
+        alpha=0.55,
+    )
+    axes.plot(
+        positions,
+        [r.cumulative for r in rows],
+        marker="o",
+        color="black",
+        label="cumulative from the newest turn (+ system rows)",
+    )
+    axes.axhline(budget_tokens, color="#1565c0", linestyle="--", label=f"budget {budget_tokens}")
+    kept_count = sum(r.kept for r in rows)
+    if 0 < kept_count < len(rows):
+        axes.axvline(kept_count - 0.5, color=_DROPPED_COLOR, linestyle=":", label="cut")
+    # "(newest)" on a second line so it cannot run into the next label; many turns: rotate.
+    axes.set_xticks(
+        positions,
+        [f"turn {r.turn}" + ("\n(newest)" if i == 0 else "") for i, r in enumerate(rows)],
+        rotation=45 if len(rows) > 12 else 0,
+        ha="right" if len(rows) > 12 else "center",
+    )
+    axes.set_xlabel("turns, newest first")
+    axes.set_ylabel("estimated tokens")
+    axes.set_title(title)
+    axes.legend(
+        handles=[
+            *axes.get_legend_handles_labels()[0],
+            Patch(color=_KEPT_COLOR, alpha=0.55, label="kept turn"),
+            Patch(color=_DROPPED_COLOR, alpha=0.55, label="dropped turn"),
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+    )
+    for x, r in zip(positions, rows, strict=True):
+        axes.annotate(
+            str(r.cumulative),
+            (x, r.cumulative),
+            textcoords="offset points",
+            xytext=(0, 6),
+            ha="center",
+            fontsize=8,
+        )
+    figure.tight_layout()
+    return BudgetCut(figure, rows, budget_tokens, fixed, result)
+
+
+def _ratio_label(ratio: float | None) -> str:
+    if ratio is None:
+        return "unset"
+    valid = RuntimeProfile(context_compact_ratio=ratio).valid_context_compact_ratio
+    return f"{ratio:g}" if valid is not None else f"{ratio:g} (invalid)"
+
+
+def _tokens_label(value: int | None) -> str:
+    return "unset" if value is None else f"{value:,}"
+
+
+def _short_tokens(value: int) -> str:
+    """32000 -> "32k", 3200 -> "3.2k", 800 -> "800": fits a heatmap cell."""
+    return f"{value / 1000:g}k" if value >= 1000 else str(value)
+
+
+@dataclass(frozen=True)
+class BudgetGrid:
+    """Budgets over ratio (columns) x max_context_tokens (rows), one grid per route."""
+
+    figure: Figure
+    ratios: tuple[float | None, ...]
+    max_context_tokens: tuple[int | None, ...]
+    grids: dict[str, list[list[int]]]
+    """Panel title -> budgets, `grids[title][row][column]`."""
+
+    def table(self, panel: str) -> str:
+        return text_table(
+            ["max_context_tokens \\ ratio", *map(_ratio_label, self.ratios)],
+            [
+                (_tokens_label(m), *row)
+                for m, row in zip(self.max_context_tokens, self.grids[panel], strict=True)
+            ],
+        )
+
+
+def budget_heatmap(
+    routes: Mapping[str, tuple[ProviderProfile | None, str | None]],
+    ratios: Sequence[float | None],
+    max_context_tokens: Sequence[int | None],
+    *,
+    title: str,
+) -> BudgetGrid:
+    """One heatmap per route (panel title -> provider profile and selected model): the
+    effective budget of `RuntimeProfile(max_context_tokens=m, context_compact_ratio=r)`."""
+    grids = {
+        name: [
+            [
+                resolve_runtime(
+                    RuntimeProfile(max_context_tokens=m, context_compact_ratio=r), provider, model
+                ).effective_context_budget()
+                for r in ratios
+            ]
+            for m in max_context_tokens
+        ]
+        for name, (provider, model) in routes.items()
+    }
+    top = max((v for grid in grids.values() for row in grid for v in row), default=1) or 1
+    figure, panels = plt.subplots(
+        1,
+        len(grids),
+        figsize=(5.6 * len(grids), 1.6 + 0.55 * len(max_context_tokens)),
+        squeeze=False,
+    )
+    image = None
+    for column, (axes, (name, grid)) in enumerate(zip(panels[0], grids.items(), strict=True)):
+        image = axes.imshow(grid, cmap="viridis", vmin=0, vmax=top, aspect="auto")
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                axes.text(
+                    j,
+                    i,
+                    _short_tokens(value),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white" if value < top / 2 else "black",
+                )
+        axes.set_xticks(
+            range(len(ratios)),
+            [_ratio_label(r) for r in ratios],
+            rotation=45,
+            ha="right",
+            fontsize=8,
+        )
+        axes.set_yticks(
+            range(len(max_context_tokens)),
+            [_tokens_label(m) for m in max_context_tokens],
+            fontsize=8,
+        )
+        axes.set_xlabel("context_compact_ratio")
+        if column == 0:
+            axes.set_ylabel("max_context_tokens")
+        axes.set_title(name, fontsize=10)
+    if image is not None:
+        figure.colorbar(image, ax=panels[0].tolist(), label="effective budget (tokens)")
+    figure.suptitle(title)
+    return BudgetGrid(figure, tuple(ratios), tuple(max_context_tokens), grids)
+
+
+@dataclass(frozen=True)
+class PruningRow:
+    """One profile with pruning off and with `history_pruning` on at `max_tokens`."""
+
+    profile: str
+    max_tokens: int
+    budget_off: int
+    budget_on: int
+
+
+@dataclass(frozen=True)
+class PruningPlot(_Plot[PruningRow]):
+    columns = ("profile", "pruning max_tokens", "budget (pruning off)", "budget (pruning on)")
+
+
+def _with_pruning(runtime: ResolvedRuntime, pruning: HistoryPruning) -> ResolvedRuntime:
+    profile = runtime.profile.model_copy(update={"history_pruning": pruning})
+    return runtime.model_copy(update={"profile": profile})
+
+
+def pruning_effect(
+    runtimes: Mapping[str, ResolvedRuntime], max_tokens: Sequence[int], *, title: str
+) -> PruningPlot:
+    """For each resolved runtime, its budget with `history_pruning` enabled at each
+    `max_tokens`, against the same runtime with pruning off (a dashed line)."""
+    rows: list[PruningRow] = []
+    figure, axes = plt.subplots(figsize=(11, 4.5))
+    palette = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]
+    for i, (name, runtime) in enumerate(runtimes.items()):
+        budget_off = _with_pruning(runtime, HistoryPruning()).effective_context_budget()
+        mine = [
+            PruningRow(
+                name,
+                limit,
+                budget_off,
+                _with_pruning(
+                    runtime, HistoryPruning(enabled=True, max_tokens=limit)
+                ).effective_context_budget(),
+            )
+            for limit in max_tokens
+        ]
+        rows.extend(mine)
+        color = palette[i % len(palette)]
+        positive = [r for r in mine if r.max_tokens > 0]
+        axes.plot(
+            [r.max_tokens for r in positive],
+            [r.budget_on for r in positive],
+            marker="o",
+            color=color,
+            label=f"{name}: pruning on",
+        )
+        ignored = [r for r in mine if r.max_tokens == 0]
+        if ignored:
+            axes.scatter(
+                [0] * len(ignored),
+                [r.budget_on for r in ignored],
+                marker="x",
+                s=60,
+                color=color,
+                label=f"{name}: max_tokens 0 (ignored)",
+            )
+        axes.axhline(
+            budget_off,
+            color=color,
+            linestyle="--",
+            linewidth=1,
+            label=f"{name}: pruning off ({budget_off:,})",
+        )
+    if max_tokens:
+        top = max(max_tokens)
+        axes.plot(
+            [0, top],
+            [0, top],
+            color="grey",
+            linestyle=":",
+            linewidth=1,
+            label="budget = max_tokens",
+        )
+    axes.set_xlabel("history_pruning.max_tokens")
+    axes.set_ylabel("effective budget (tokens)")
+    axes.set_title(title)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
+    return PruningPlot(figure, rows)

@@ -1,0 +1,145 @@
+"""Plain-text tables and one-line row summaries: the numbers notebooks print (nbval reads text)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import fields
+from typing import TYPE_CHECKING
+
+from ..carriers import parse_tool_calls, parse_tool_result, to_chat_messages
+from ..estimate import message_costs
+from ..messages import TOOL_RESULTS_PREFIX, AssistantToolCalls, ChatMessage, ToolCall, ToolResults
+from ..turns import TurnIndex, index_turns
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Item = ChatMessage | AssistantToolCalls | ToolResults
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A plain-text table: numeric columns right-aligned, text left-aligned, `-` for None."""
+    raw = [list(row) for row in rows]
+    cells = [[_cell(v) for v in row] for row in raw]
+    numeric = [
+        any(_is_number(row[c]) for row in raw)
+        and all(_is_number(row[c]) or row[c] is None for row in raw)
+        for c in range(len(headers))
+    ]
+    widths = [max([len(h), *(len(row[c]) for row in cells)]) for c, h in enumerate(headers)]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+
+
+def _fields_table(headers: Sequence[str], rows: Iterable[DataclassInstance]) -> str:
+    """`text_table` of dataclass rows: one column per field, in field order."""
+    return text_table(headers, [[getattr(row, f.name) for f in fields(row)] for row in rows])
+
+
+def print_block(*parts: object) -> None:
+    """Print the parts, one per line, in a single write to stdout.
+
+    Jupyter may split the output of several writes into separate stream outputs depending
+    on timing; one write per cell keeps committed notebook outputs byte-identical."""
+    sys.stdout.write("\n".join(map(str, parts)) + "\n")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _shorten(text: str, width: int) -> str:
+    flat = text.replace("\n", " ⏎ ")
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def row_summary(item: Item, width: int = 60) -> str:
+    """One line describing a row of either representation (tool calls by id, name and args)."""
+    if isinstance(item, AssistantToolCalls):
+        return _shorten(_calls_text(item.text, item.tool_calls), width)
+    if isinstance(item, ToolResults):
+        parts = ", ".join(f"{r.tool_call_id}: {r.content}" for r in item.results)
+        return _shorten(f"results {parts}", width)
+    parsed_calls = parse_tool_calls(item)
+    if parsed_calls is not None:
+        return _shorten(_calls_text(parsed_calls.text, parsed_calls.calls), width)
+    result = parse_tool_result(item)
+    if result is not None:
+        images = len(result.attachments or ())
+        extra = f" (+{images} attached image{'s' * (images != 1)})" if images else ""
+        return _shorten(f"result {result.tool_call_id}{extra}: {result.content}", width)
+    return _shorten(item.content, width)
+
+
+def _calls_text(text: str | None, calls: Sequence[ToolCall]) -> str:
+    listed = ", ".join(f"{c.id} {c.name} {c.arguments}" for c in calls)
+    return (f"{text} · " if text else "") + f"calls {listed}"
+
+
+def _role(item: Item) -> str:
+    if isinstance(item, AssistantToolCalls):
+        return "assistant*"
+    if isinstance(item, ToolResults):
+        return "tool*"
+    if item.role == "user" and item.content.startswith(TOOL_RESULTS_PREFIX):
+        return "user (carrier)"
+    return item.role
+
+
+def item_costs(history: Sequence[Item]) -> list[int]:
+    """The estimate of each item; a structured item costs the provider-facing rows it becomes."""
+    spans: list[int] = []
+    rows: list[ChatMessage] = []
+    for item in history:
+        converted = to_chat_messages([item])
+        spans.append(len(converted))
+        rows.extend(converted)
+    costs = message_costs(rows)
+    out: list[int] = []
+    position = 0
+    for span in spans:
+        out.append(sum(costs[position : position + span]))
+        position += span
+    return out
+
+
+def _turn_labels(index: TurnIndex) -> list[str]:
+    """`sys` for the leading system block, `crumb`, the 1-based turn, or `-` (no turn)."""
+    labels = [str(turn + 1) if turn >= 0 else "-" for turn in index.turn_of()]
+    labels[: index.prefix_len] = ["sys"] * index.prefix_len
+    if index.crumb is not None:
+        labels[index.crumb] = "crumb"
+    return labels
+
+
+def history_table(history: Sequence[Item], *, crumb_present: bool = False, width: int = 60) -> str:
+    """Row, role, turn (1-based; `sys` = leading system block, `-` = before any user row),
+    estimated tokens, text.
+
+    Roles marked `*` are structured items (`AssistantToolCalls`, `ToolResults`)."""
+    index = index_turns(history, crumb_present=crumb_present)
+    labels = _turn_labels(index)
+    costs = item_costs(history)
+    return text_table(
+        ["row", "role", "turn", "tokens", "content"],
+        [
+            (i, _role(item), labels[i], costs[i], row_summary(item, width))
+            for i, item in enumerate(history)
+        ],
+    )
