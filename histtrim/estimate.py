@@ -10,12 +10,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from .carriers import (
+    MarkedText,
     is_loadable_target,
     parse_tool_result,
     split_carrier_attachments,
     split_image_markers,
 )
-from .messages import TOOL_RESULTS_PREFIX, ChatMessage, chat_rows
+from .messages import ChatMessage, chat_rows
 from .turns import TurnIndex, index_turns
 
 BYTES_PER_TOKEN = 4
@@ -38,49 +39,37 @@ def plain_cost(message: ChatMessage) -> int:
     return -(-message.facts.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS
 
 
+def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | None:
+    """The text priced as text and the dispatched images of a row that carries images
+    here (EST-2..3); None for a row priced by its bytes. The row facts say which can."""
+    facts = message.facts
+    if facts.image_markers:
+        return split_image_markers(message.content)
+    if not (current_turn and facts.declares_attachments):
+        return None
+    if message.role == "user":
+        return split_carrier_attachments(message.content)
+    result = parse_tool_result(message)
+    if result is None or result.attachments is None:
+        return None
+    images = tuple(
+        a.target for a in result.attachments if a.kind == "image" and is_loadable_target(a.target)
+    )
+    return MarkedText(result.content, images)
+
+
 def message_cost(message: ChatMessage, *, current_turn: bool) -> int:
     """One row's estimate; `current_turn` is whether it follows the last real user row."""
-    role, content = message.role, message.content
-    if role == "user":
-        if content.startswith(TOOL_RESULTS_PREFIX):
-            if current_turn:
-                declared = split_carrier_attachments(content)
-                if declared is not None:
-                    return _with_images(declared.text, len(declared.images))
-            return plain_cost(message)
-        if "[IMAGE:" in content:
-            marked = split_image_markers(content)
-            return _with_images(marked.text, len(marked.images))
+    split = _images_split(message, current_turn=current_turn)
+    if split is None:
         return plain_cost(message)
-    if role == "tool" and current_turn and '"attachments"' in content:
-        result = parse_tool_result(message)
-        if result is not None and result.attachments is not None:
-            images = sum(
-                1 for a in result.attachments if a.kind == "image" and is_loadable_target(a.target)
-            )
-            return _with_images(result.content, images)
-    return plain_cost(message)
-
-
-def _with_images(text: str, images: int) -> int:
-    return text_tokens(text) + IMAGE_TOKENS * images + FRAME_TOKENS
+    return text_tokens(split.text) + IMAGE_TOKENS * len(split.images) + FRAME_TOKENS
 
 
 def dispatched_images(message: ChatMessage, *, current_turn: bool) -> int:
     """How many images `message_cost` prices in this row (its image part: this * IMAGE_TOKENS)."""
-    role, content = message.role, message.content
-    if role == "user":
-        if content.startswith(TOOL_RESULTS_PREFIX):
-            declared = split_carrier_attachments(content) if current_turn else None
-            return 0 if declared is None else len(declared.images)
-        return len(split_image_markers(content).images) if "[IMAGE:" in content else 0
-    if role == "tool" and current_turn and '"attachments"' in content:
-        result = parse_tool_result(message)
-        if result is not None and result.attachments is not None:
-            return sum(
-                1 for a in result.attachments if a.kind == "image" and is_loadable_target(a.target)
-            )
-    return 0
+    split = _images_split(message, current_turn=current_turn)
+    return 0 if split is None else len(split.images)
 
 
 def estimate_image_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) -> int:

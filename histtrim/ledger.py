@@ -17,16 +17,6 @@ from .turns import index_turns, is_system
 from .validation import integer_in, non_negative
 
 
-def _price(row: ChatMessage, *, current_turn: bool) -> int:
-    """`message_cost`, without parsing rows whose price cannot depend on images."""
-    facts = row.facts
-    if current_turn and facts.declares_attachments:
-        return message_cost(row, current_turn=True)
-    if facts.image_markers:
-        return message_cost(row, current_turn=False)
-    return plain_cost(row)
-
-
 def _as_row(value: ChatMessage | Mapping[str, Any]) -> ChatMessage:
     return value if isinstance(value, ChatMessage) else ChatMessage.model_validate(value)
 
@@ -111,10 +101,10 @@ class TokenLedger(Sequence[ChatMessage]):
             self._close_current_turn()
             self._last_open = position
             self._turns += 1
-            cost = _price(row, current_turn=False)
+            cost = message_cost(row, current_turn=False)
         else:
             current = self._last_open >= 0
-            cost = _price(row, current_turn=current)
+            cost = message_cost(row, current_turn=current)
             if current and cost != plain_cost(row):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
@@ -136,11 +126,11 @@ class TokenLedger(Sequence[ChatMessage]):
         integer_in("index", index, 0, len(self))
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
-            cost = _price(row, current_turn=False)
+            cost = message_cost(row, current_turn=False)
             if self._last_open < 0:
                 # The first turn: the rows after it become its current rows.
                 for i in range(index, len(self._rows)):
-                    self._reprice(i, _price(self._rows[i], current_turn=True))
+                    self._reprice(i, message_cost(self._rows[i], current_turn=True))
                 pending = [
                     i + 1 for i in range(index, len(self._rows))
                     if self._costs[i] != plain_cost(self._rows[i])
@@ -158,7 +148,7 @@ class TokenLedger(Sequence[ChatMessage]):
             self._turns += 1
         else:
             current = 0 <= self._last_open < index
-            cost = _price(row, current_turn=current)
+            cost = message_cost(row, current_turn=current)
             if index <= self._last_open:
                 self._last_open += 1
             if current and cost != plain_cost(row):
@@ -269,6 +259,6 @@ class TokenLedger(Sequence[ChatMessage]):
             last -= 1
         self._last_open = last
         for i in range(last + 1, len(self._rows)):
-            self._reprice(i, _price(self._rows[i], current_turn=last >= 0))
+            self._reprice(i, message_cost(self._rows[i], current_turn=last >= 0))
         self._pending = self._special_rows()
 
