@@ -15,13 +15,18 @@ from .capacity import (
     check_request,
 )
 from .carriers import (
+    MAX_JSON_DEPTH,
     image_marker,
     is_loadable_target,
+    json_object,
+    marker_image,
     parse_tool_calls,
     parse_tool_result,
     split_carrier_attachments,
     split_image_markers,
     to_chat_messages,
+    tool_call_ids,
+    tool_result_call_id,
     tool_results_carrier,
 )
 from .config import (
@@ -34,7 +39,14 @@ from .config import (
     ProviderProfile,
     RuntimeProfile,
 )
-from .display import History, TurnStats, history_html, trim_result_html, turn_stats
+from .display import (
+    History,
+    TurnStats,
+    history_html,
+    register_ipython_formatters,
+    trim_result_html,
+    turn_stats,
+)
 from .estimate import (
     FRAME_TOKENS,
     IMAGE_TOKENS,
@@ -73,6 +85,7 @@ from .messages import (
     chat_rows,
     conversation_rows,
 )
+from .pairing import PairingProblem, validate_tool_pairing
 from .providers import (
     ContextOverflowError,
     Overflow,
@@ -130,6 +143,7 @@ __all__ = [
     "IMAGE_TOKENS",
     "LEGACY_LOGGER",
     "LEGACY_TRIM_LOG",
+    "MAX_JSON_DEPTH",
     "TOOL_RESULTS_PREFIX",
     "UNRECOVERABLE_OVERFLOW",
     "Agent",
@@ -157,6 +171,7 @@ __all__ = [
     "OpenAIFormatError",
     "OrphanRemoval",
     "Overflow",
+    "PairingProblem",
     "Provider",
     "ProviderCall",
     "ProviderProfile",
@@ -202,14 +217,17 @@ __all__ = [
     "index_turns",
     "insert_breadcrumb",
     "is_loadable_target",
+    "json_object",
     "leading_system_count",
     "legacy_run",
+    "marker_image",
     "message_cost",
     "message_costs",
     "openai_breadcrumb",
     "opens_turn",
     "parse_tool_calls",
     "parse_tool_result",
+    "register_ipython_formatters",
     "resolve_runtime",
     "select_route",
     "split_carrier_attachments",
@@ -218,6 +236,8 @@ __all__ = [
     "text_tokens",
     "to_chat_messages",
     "to_openai",
+    "tool_call_ids",
+    "tool_result_call_id",
     "tool_results_carrier",
     "trim_conversation_to_recent_turns",
     "trim_openai",
@@ -226,4 +246,5 @@ __all__ = [
     "trim_to_recent_turn_count",
     "trim_to_recent_turns",
     "turn_stats",
+    "validate_tool_pairing",
 ]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,13 +25,35 @@ from .messages import (
 IMAGE_MARKER = re.compile(r"\[IMAGE:([^\]]*)\]")
 ATTACHMENTS_HEADER = re.compile(r"\[Tool attachments: (\d+)\]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
-_LOADABLE_PREFIXES = ("/", "http://", "https://", "data:", "\\\\")
+_LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
+_TARGET_SPACE = " \t\r\n"
+"""Only ASCII space, tab, CR and LF are trimmed around a target (as the reference does)."""
+_WRAPPED = re.compile(r"\n[ \t\r\n]*")
 
 
 def is_loadable_target(target: str) -> bool:
-    """A marker target the runtime can load and dispatch as an image (EST-2)."""
-    target = target.strip()
-    return target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None
+    r"""A target the runtime can load and dispatch as an image (EST-2).
+
+    After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
+    drive (`C:\`, `C:/`), or is a UNC path `\\server\share` with a non-empty server and
+    share (the `\\?\` and `\\.\` device prefixes are not loadable)."""
+    target = target.strip(_TARGET_SPACE)
+    if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
+        return True
+    if not target.startswith("\\\\"):
+        return False
+    server, _, rest = target[2:].partition("\\")
+    share = rest.partition("\\")[0]
+    return bool(server) and bool(share) and server not in ("?", ".")
+
+
+def marker_image(payload: str) -> str | None:
+    """The image a marker `[IMAGE:<payload>]` dispatches, or None when it is plain text.
+
+    A payload wrapped across lines is re-joined first (each newline and the whitespace
+    after it removed), then trimmed and tested like any target."""
+    target = _WRAPPED.sub("", payload) if "\n" in payload else payload
+    return target.strip(_TARGET_SPACE) if is_loadable_target(target) else None
 
 
 def image_marker(target: str) -> str:
@@ -50,10 +73,11 @@ def split_image_markers(content: str) -> MarkedText:
     images: list[str] = []
 
     def take(match: re.Match[str]) -> str:
-        if is_loadable_target(match.group(1)):
-            images.append(match.group(1).strip())
-            return ""
-        return match.group(0)
+        image = marker_image(match.group(1))
+        if image is None:
+            return match.group(0)
+        images.append(image)
+        return ""
 
     text = IMAGE_MARKER.sub(take, content) if "[IMAGE:" in content else content
     return MarkedText(text, tuple(images))
@@ -73,27 +97,135 @@ class ParsedToolResult:
     """None when the envelope declares no `attachments` array."""
 
 
+MAX_JSON_DEPTH = 128
+"""The reference parser's nesting budget: every `[` or `{` spends one level and the
+parser fails when none is left, so 127 nested arrays/objects parse and 128 do not."""
+_JSON_SPACE = " \t\r\n"
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether the JSON text nests deeper than the parser allows, found without recursion."""
+    if text.count("[") + text.count("{") < MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for bracket in _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        if depth >= MAX_JSON_DEPTH:
+            return True
+    return False
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _finite_int(text: str) -> int:
+    if len(text) > 300 and not math.isfinite(float(text)):
+        raise ValueError("number out of range")
+    return int(text)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a parsed value holds a string with a lone surrogate (only an escape can)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
+
+
 def json_object(content: str) -> dict[str, Any] | None:
-    """The JSON object `content` holds, or None (not JSON, or JSON but not an object)."""
-    if not content.startswith("{"):
+    """The JSON object `content` holds, or None: the one envelope parser of the library.
+
+    As the reference's parser reads it: whitespace around the object is allowed; text
+    nested deeper than `MAX_JSON_DEPTH`, invalid JSON, NaN/Infinity, numbers out of the
+    double range and escaped lone surrogates are not JSON (the row is then plain text)."""
+    text = content.strip(_JSON_SPACE)
+    if not (text.startswith("{") and text.endswith("}")) or _too_deep(text):
         return None
     try:
-        value = json.loads(content)
+        value = json.loads(
+            text,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            parse_int=_finite_int,
+        )
     except ValueError:
         return None
-    return value if isinstance(value, dict) else None
+    if not isinstance(value, dict):
+        return None
+    if "\\u" in text and _has_lone_surrogate(value):
+        return None
+    return value
 
 
-def parse_tool_calls(message: ChatMessage) -> ParsedToolCalls | None:
-    """The native tool calls of an assistant row, or None for plain text or a bad envelope."""
+def _call_fields(element: Any) -> Any:
+    """A `tool_calls` element in histtrim's shape; an OpenAI-shaped call
+    (`{"id", "type": "function", "function": {"name", "arguments"}}`) is flattened."""
+    if isinstance(element, dict) and isinstance(element.get("function"), dict):
+        function = element["function"]
+        fields = {k: function[k] for k in ("name", "arguments") if k in function}
+        return {"id": element.get("id"), **fields}
+    return element
+
+
+def tool_call_ids(message: ChatMessage) -> tuple[str, ...] | None:
+    """The ids an assistant row dispatches, or None when it is not a native dispatch.
+
+    As the reference reads it: a native call is any element of the envelope's
+    `tool_calls` array with a string `id`, whatever its other fields (PAIR-2)."""
     if message.role != "assistant":
         return None
     envelope = json_object(message.content)
-    if envelope is None or "tool_calls" not in envelope:
+    calls = envelope.get("tool_calls") if envelope is not None else None
+    if not isinstance(calls, list):
+        return None
+    ids = tuple(c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str))
+    return ids or None
+
+
+def tool_result_call_id(message: ChatMessage) -> str | None:
+    """The call a `tool` row answers: its envelope's string `tool_call_id`, else None
+    (a legacy row with no readable id)."""
+    if message.role != "tool":
+        return None
+    envelope = json_object(message.content)
+    call_id = envelope.get("tool_call_id") if envelope is not None else None
+    return call_id if isinstance(call_id, str) else None
+
+
+def parse_tool_calls(message: ChatMessage) -> ParsedToolCalls | None:
+    """The native tool calls of an assistant row (histtrim- or OpenAI-shaped), or None
+    for plain text or an envelope whose calls do not all have an id and a name."""
+    if message.role != "assistant":
+        return None
+    envelope = json_object(message.content)
+    if envelope is None or not isinstance(envelope.get("tool_calls"), list):
         return None
     try:
-        parsed = AssistantToolCalls(
-            text=envelope.get("content"), tool_calls=envelope["tool_calls"]
+        parsed = AssistantToolCalls.model_validate(
+            {
+                "text": envelope.get("content"),
+                "tool_calls": [_call_fields(call) for call in envelope["tool_calls"]],
+            }
         )
     except ValidationError:
         return None
@@ -152,14 +284,17 @@ def split_carrier_attachments(content: str) -> MarkedText | None:
     if len(markers) < count:
         return None
     images: list[str] = []
+    plain: list[str] = []  # non-loadable declared markers are not dispatched: priced as text
     for line in markers:
         match = IMAGE_MARKER.fullmatch(line)
         if match is None:
             return None
-        if is_loadable_target(match.group(1)):
-            images.append(match.group(1).strip())
-    # Non-loadable declared markers are not dispatched, so they stay priced as text.
-    kept = [lines[0], *(m for m in markers if not is_loadable_target(m[7:-1])), *lines[2 + count :]]
+        image = marker_image(match.group(1))
+        if image is None:
+            plain.append(line)
+        else:
+            images.append(image)
+    kept = [lines[0], *plain, *lines[2 + count :]]
     return MarkedText("\n".join(kept), tuple(images))
 
 

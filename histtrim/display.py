@@ -1,5 +1,7 @@
 """Per-turn figures and the Jupyter rich display of histories and trim results.
 
+The display depends on the results, never the reverse: trim results render as HTML in
+Jupyter because this module registers `trim_result_html` with IPython's HTML formatter.
 The HTML is deterministic (ids come from a digest of the content, never from `id()`), and
 every piece of message text is escaped."""
 
@@ -8,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -462,3 +465,22 @@ class History:
         stats = turn_stats(self.rows, crumb_present=self.crumb_present)
         total = stats[0].cumulative if stats else 0
         return f"History({len(stats) - 1} turns, {len(self.rows)} messages, {total:,} tokens)"
+
+
+def register_ipython_formatters(shell: Any = None) -> bool:
+    """Render `TrimResult` and `TurnCountTrimResult` with `trim_result_html` in Jupyter.
+
+    Called when this module is imported inside IPython (so `import histtrim` is enough);
+    call it yourself for a shell started later. Returns whether a shell was found."""
+    if shell is None:
+        ipython = sys.modules.get("IPython")
+        shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return False
+    html = shell.display_formatter.formatters["text/html"]
+    for result_type in (TrimResult, TurnCountTrimResult):
+        html.for_type(result_type, trim_result_html)
+    return True
+
+
+register_ipython_formatters()

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from .estimate import message_cost, message_costs, plain_cost
-from .messages import BREADCRUMB, ChatMessage, chat_rows
+from .messages import ChatMessage, chat_rows
 from .trim import TrimResult, trim_to_recent_turns
-from .turns import index_turns, is_system
+from .turns import crumb_slot, index_turns, is_system
 from .validation import integer_in, non_negative
 
 
@@ -37,7 +37,8 @@ class TokenLedger(Sequence[ChatMessage]):
     """Rows that open a turn (a breadcrumb row counts; the owner's flag discounts it)."""
     _prefix: int
     _last_open: int
-    """The newest real user row, or -1: the rows after it are the current turn."""
+    """The newest real user row, or -1: the rows after it are the current turn (all rows
+    when there is no real user row)."""
     _pending: list[int]
     """Current-turn rows whose price includes images (repriced when the turn closes)."""
     _priced: int
@@ -102,10 +103,9 @@ class TokenLedger(Sequence[ChatMessage]):
             self._last_open = position
             self._turns += 1
             cost = message_cost(row, current_turn=False)
-        else:
-            current = self._last_open >= 0
-            cost = message_cost(row, current_turn=current)
-            if current and cost != plain_cost(row):
+        else:  # after the newest real user row, or anywhere when there is none (-1)
+            cost = message_cost(row, current_turn=True)
+            if cost != plain_cost(row):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
             self._prefix += 1
@@ -127,16 +127,7 @@ class TokenLedger(Sequence[ChatMessage]):
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
             cost = message_cost(row, current_turn=False)
-            if self._last_open < 0:
-                # The first turn: the rows after it become its current rows.
-                for i in range(index, len(self._rows)):
-                    self._reprice(i, message_cost(self._rows[i], current_turn=True))
-                pending = [
-                    i + 1 for i in range(index, len(self._rows))
-                    if self._costs[i] != plain_cost(self._rows[i])
-                ]
-                self._last_open = index
-            elif index > self._last_open:
+            if index > self._last_open:
                 # The new row opens the current turn: the rows it closes lose their images.
                 closed = [i for i in pending if i < index]
                 pending = [i for i in pending if i > index]
@@ -147,7 +138,7 @@ class TokenLedger(Sequence[ChatMessage]):
                 self._last_open += 1
             self._turns += 1
         else:
-            current = 0 <= self._last_open < index
+            current = self._last_open < index
             cost = message_cost(row, current_turn=current)
             if index <= self._last_open:
                 self._last_open += 1
@@ -225,19 +216,11 @@ class TokenLedger(Sequence[ChatMessage]):
     # ------------------------------------------------------------------ internals
 
     def _check_crumb(self, crumb_present: bool) -> None:
-        if not crumb_present:
-            return
-        slot = self._rows[self._prefix] if self._prefix < len(self._rows) else None
-        if slot is None or slot.role != "user" or slot.content != BREADCRUMB:
-            raise ValueError(
-                f"crumb_present=True but row {self._prefix} (after the system prefix) is not "
-                "the breadcrumb"
-            )
+        if crumb_present:
+            crumb_slot(self._rows, self._prefix)
 
     def _special_rows(self) -> list[int]:
         """Rows of the current turn whose price includes images (repriced when it closes)."""
-        if self._last_open < 0:
-            return []
         rows, costs = self._rows, self._costs
         return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != plain_cost(rows[i])]
 
@@ -259,6 +242,6 @@ class TokenLedger(Sequence[ChatMessage]):
             last -= 1
         self._last_open = last
         for i in range(last + 1, len(self._rows)):
-            self._reprice(i, message_cost(self._rows[i], current_turn=last >= 0))
+            self._reprice(i, message_cost(self._rows[i], current_turn=True))
         self._pending = self._special_rows()
 

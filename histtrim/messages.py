@@ -99,7 +99,8 @@ class ChatMessage(_Frozen):
         size = len(content) if content.isascii() else len(content.encode("utf-8"))
         role = self.role
         real_user = role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
-        declares = (role == "tool" and '"attachments"' in content) or (
+        # An escaped key (`"\u0061ttachments"`) still declares attachments.
+        declares = (role == "tool" and ('"attachments"' in content or "\\u" in content)) or (
             role == "user" and not real_user and "[Tool attachments: " in content
         )
         self.__dict__["facts"] = RowFacts(

@@ -26,6 +26,7 @@ from .messages import (
     ToolResults,
     chat_rows,
 )
+from .pairing import validate_tool_pairing
 from .providers import ContextOverflowError, Provider, ProviderReply
 from .route import ResolvedRuntime
 from .safety import SweepResult, cap_tool_result, sweep_orphans
@@ -212,6 +213,9 @@ class Agent:
     ) -> SweepResult[ConversationMessage]:
         """Load a saved session, after the orphan sweep (PAIR-2); returns what it removed."""
         swept = sweep_orphans(history, crumb_present=crumb_present)  # checks the crumb flag
+        broken = [p for p in validate_tool_pairing(swept.history) if p.is_error]
+        if broken:  # a provider would reject every request: refuse the session, state unchanged
+            raise ValueError(f"history: tool pairing still broken after the sweep: {broken[0]}")
         self._replace(list(swept.history))
         self._crumb = crumb_present
         return swept

@@ -1,150 +1,28 @@
-"""Safety nets beside the whole-turn trims: the orphan sweep (PAIR-2), the per-result
-`max_tool_result_chars` cap (PAIR-3) and the row-counting channel sender cache (LIMIT-3)."""
+"""Safety nets beside the whole-turn trims: the per-result `max_tool_result_chars` cap
+(PAIR-3) and the row-counting channel sender cache (LIMIT-3). The orphan sweep (PAIR-2)
+lives in `pairing` with its validator and is re-exported here."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, overload
+from collections.abc import Hashable, Iterable
 
-from .carriers import parse_tool_calls, parse_tool_result
-from .messages import (
-    AssistantToolCalls,
-    ChatMessage,
-    ConversationMessage,
-    ToolCall,
-    ToolResults,
-    conversation_rows,
-)
-from .turns import index_turns
+from .messages import ChatMessage
+from .pairing import OrphanRemoval, SweepResult, sweep_orphans
 from .validation import non_negative
 
-M = TypeVar("M", ChatMessage, ConversationMessage)
+__all__ = [
+    "DEFAULT_CHANNEL_CACHE_ROWS",
+    "DEFAULT_MAX_TOOL_RESULT_CHARS",
+    "ChannelSenderCache",
+    "OrphanRemoval",
+    "SweepResult",
+    "cap_tool_result",
+    "sweep_orphans",
+]
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
 DEFAULT_CHANNEL_CACHE_ROWS = 50
-
-
-@dataclass(frozen=True, slots=True)
-class OrphanRemoval:
-    """One thing the sweep removed: a result without its call, or a call without its result."""
-
-    kind: Literal["result", "call"]
-    tool_call_id: str | None
-    """None for a tool row whose envelope names no call id."""
-    position: int
-    """The index of the row or item in the swept input."""
-
-
-@dataclass(frozen=True)
-class SweepResult(Generic[M]):
-    """The swept history and what was removed, in input order."""
-
-    history: list[M]
-    removed: tuple[OrphanRemoval, ...]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.removed)
-
-
-def _calls_of(item: object) -> tuple[str | None, tuple[ToolCall, ...]] | None:
-    if isinstance(item, AssistantToolCalls):
-        return item.text, item.tool_calls
-    if isinstance(item, ChatMessage):
-        parsed = parse_tool_calls(item)
-        if parsed is not None:
-            return parsed.text, parsed.calls
-    return None
-
-
-def _result_ids(item: object) -> list[str | None] | None:
-    if isinstance(item, ToolResults):
-        return [result.tool_call_id for result in item.results]
-    if isinstance(item, ChatMessage) and item.role == "tool":
-        parsed = parse_tool_result(item)
-        return [parsed.tool_call_id if parsed is not None else None]
-    return None
-
-
-@overload
-def sweep_orphans(
-    history: Sequence[ChatMessage], *, crumb_present: bool = False
-) -> SweepResult[ChatMessage]: ...
-@overload
-def sweep_orphans(
-    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
-) -> SweepResult[ConversationMessage]: ...
-def sweep_orphans(
-    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
-) -> SweepResult[Any]:
-    """Remove native tool results whose call no earlier assistant row of the same turn
-    issued, and strip calls no later result of the same turn answers (keeping the
-    assistant's text; dropping the row if it had none). `[Tool results]` carriers stay.
-    A real user message closes an exchange, so rows before the first turn pair only
-    among themselves.
-
-    Works on provider-facing rows and on the structured history alike; `crumb_present` is
-    the owner's breadcrumb flag, as for the trims."""
-    rows = conversation_rows(history)
-    starts = index_turns(rows, crumb_present=crumb_present).starts
-    # The exchange a row belongs to: its turn, or the rows before the first turn.
-    owner = [bisect_right(starts, pos) for pos in range(len(rows))]
-    first_call: dict[tuple[int, str], int] = {}
-    last_result: dict[tuple[int, str], int] = {}
-    for pos, item in enumerate(rows):
-        calls = _calls_of(item)
-        for call in calls[1] if calls else ():
-            first_call.setdefault((owner[pos], call.id), pos)
-        for call_id in _result_ids(item) or ():
-            if call_id is not None:
-                last_result[(owner[pos], call_id)] = pos
-
-    kept: list[ConversationMessage] = []
-    removed: list[OrphanRemoval] = []
-    for pos, item in enumerate(rows):
-        calls = _calls_of(item)
-        ids = _result_ids(item)
-        if calls is not None:
-            text, tool_calls = calls
-            answered = [c for c in tool_calls if last_result.get((owner[pos], c.id), -1) > pos]
-            removed.extend(
-                OrphanRemoval("call", c.id, pos) for c in tool_calls if c not in answered
-            )
-            if len(answered) == len(tool_calls):
-                kept.append(item)
-            elif answered:
-                kept.append(_with_calls(item, text, answered))
-            elif text:
-                kept.append(ChatMessage.assistant(text))
-        elif ids is not None:
-            issued = [
-                cid is not None and first_call.get((owner[pos], cid), len(rows)) < pos
-                for cid in ids
-            ]
-            removed.extend(
-                OrphanRemoval("result", cid, pos)
-                for cid, ok in zip(ids, issued, strict=True)
-                if not ok
-            )
-            if all(issued):
-                kept.append(item)
-            elif isinstance(item, ToolResults) and any(issued):
-                results = tuple(r for r, ok in zip(item.results, issued, strict=True) if ok)
-                kept.append(ToolResults(results=results))
-        else:
-            kept.append(item)
-    return SweepResult(kept, tuple(removed))
-
-
-def _with_calls(
-    item: ConversationMessage, text: str | None, calls: list[ToolCall]
-) -> ConversationMessage:
-    if isinstance(item, AssistantToolCalls):
-        return AssistantToolCalls(text=text, tool_calls=tuple(calls))
-    return ChatMessage.assistant_tool_calls(text, calls)
 
 
 def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS) -> str:

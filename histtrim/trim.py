@@ -50,11 +50,6 @@ class _WholeTurnTrim(Generic[M]):
     def _summary(self) -> str:
         return ""
 
-    def _repr_html_(self) -> str:
-        from .display import trim_result_html  # display imports this module
-
-        return trim_result_html(self)  # type: ignore[arg-type]  # only subclasses exist
-
 
 @dataclass(frozen=True, repr=False)
 class TrimResult(_WholeTurnTrim[ChatMessage]):

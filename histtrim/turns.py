@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
-from .messages import BREADCRUMB, ChatMessage, Row, RowFacts
+from .messages import ChatMessage, Row, RowFacts
 
 
 def opens_turn(message: Row) -> bool:
@@ -57,9 +57,10 @@ class TurnIndex:
     @property
     def current_turn_after(self) -> int:
         """Rows after this one are the current user turn (EST-2): the newest user row, the
-        crumb when no turn follows it (as for a history read without the flag), else none."""
+        crumb when no turn follows it (as for a history read without the flag), else -1:
+        with no real user row every tool result is current."""
         opener = self.starts[-1] if self.starts else self.crumb
-        return self.length if opener is None else opener
+        return -1 if opener is None else opener
 
     def turn_start(self, turn: int) -> int:
         """First row that is kept when turns `turn..` are kept (turn 0 takes the preamble)."""
@@ -83,21 +84,33 @@ def index_turns(
     """Index a history of either representation in one pass.
 
     `crumb_present` is the owner's flag: the row after the system prefix is the
-    breadcrumb. It is never inferred from text; a row equal to it is an ordinary turn."""
+    breadcrumb slot, whatever its text. It is never inferred from text either: without the
+    flag a row equal to the breadcrumb is an ordinary turn."""
     prefix = leading_system_count(history)
     crumb: int | None = None
     if crumb_present:
-        slot = history[prefix] if prefix < len(history) else None
-        if not (
-            isinstance(slot, ChatMessage) and slot.role == "user" and slot.content == BREADCRUMB
-        ):
-            raise ValueError(
-                f"crumb_present=True but row {prefix} (after the system prefix) is not the "
-                "breadcrumb"
-            )
+        crumb_slot(history, prefix)
         crumb = prefix
     facts = [row.facts for row in history]
     starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
-    if crumb is not None:
-        starts = starts[1:]  # the crumb slot is the first user row; it opens no turn
+    if crumb is not None and starts and starts[0] == crumb:
+        starts = starts[1:]  # the slot opens no turn, whatever its text
     return TurnIndex(len(history), prefix, crumb, starts, facts)
+
+
+def crumb_slot(history: Sequence[object], prefix: int) -> None:
+    """Check the owner's flag: the row after the system prefix is the breadcrumb slot.
+
+    The flag is authoritative: any user row there is the slot, whatever its text (another
+    locale, an older wording). Only a flag naming no row or a non-user row is an error."""
+    slot = history[prefix] if prefix < len(history) else None
+    if slot is None:
+        raise ValueError(
+            f"crumb_present=True but there is no row {prefix} after the system prefix to be "
+            "the breadcrumb"
+        )
+    if not (isinstance(slot, ChatMessage) and slot.role == "user"):
+        raise ValueError(
+            f"crumb_present=True but row {prefix} (after the system prefix) is not a user "
+            "chat row, so it cannot be the breadcrumb"
+        )

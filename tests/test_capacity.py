@@ -204,11 +204,12 @@ def test_dispatched_images_follow_the_estimate_rules() -> None:
 
 def _expected_images(generated: GeneratedHistory[ChatMessage]) -> int:
     """The image count from how the history was built: `always` rows, and `current` rows after
-    the last user row (the breadcrumb row counts as one for the estimate's current turn)."""
+    the last user row (the breadcrumb row counts as one for the estimate's current turn);
+    with no user row at all, every row is current."""
     starts = list(generated.turn_starts)
     if generated.crumb:
         starts.insert(0, generated.prefix_len)
-    last = starts[-1] if starts else len(generated.rows)
+    last = starts[-1] if starts else -1  # no user row: every row is current
     return sum(
         p.images
         for row, p in enumerate(generated.pricing)

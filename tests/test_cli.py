@@ -352,12 +352,29 @@ def test_unreadable_and_non_utf8_files(capsys: pytest.CaptureFixture[str], tmp_p
     assert (code, err) == (2, f"histtrim: error: {latin}: not UTF-8 text\n")
 
 
-def test_crumb_present_without_a_breadcrumb(
+def test_crumb_present_without_a_breadcrumb_slot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The flag names the row after the system rows; an assistant row there is an error."""
+    session = tmp_path / "no_slot.json"
+    rows = [example()[0], {"role": "assistant", "content": "hi"}, *example()[1:]]
+    session.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    code, out, err = run(capsys, "trim", session, "--max-turns", 1, "--crumb-present")
+    assert code == 2 and out == ""
+    assert err.startswith(f"histtrim: error: {session}: line 6: field 'content': --crumb-present:")
+
+
+def test_crumb_present_flag_is_authoritative_whatever_the_slot_text(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, err = run(capsys, "trim", EXAMPLE, "--max-turns", 1, "--crumb-present")
-    assert code == 2 and out == ""
-    assert err.startswith(f"histtrim: error: {EXAMPLE}: line 6: field 'content': --crumb-present:")
+    """Issue 9 item 1: with --crumb-present the user row after the system rows is the slot,
+    whatever its text; it stays in place and is not counted as a turn."""
+    code, out, _ = run(capsys, "trim", EXAMPLE, "--max-turns", 1, "--crumb-present")
+    assert code == 0
+    kept, rows = json.loads(out), example()
+    assert kept[:2] == rows[:2]  # the slot stays in place, no breadcrumb is added
+    assert kept[2]["content"].startswith("Great. Run the whole suite once more")
+    assert kept[2:] == rows[len(rows) - len(kept) + 2 :]
 
 
 def test_structured_items_refuse_a_token_budget(

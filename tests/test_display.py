@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from histtrim import (
     ToolCall,
     breadcrumb_message,
     estimate_history_tokens,
+    register_ipython_formatters,
     to_chat_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
@@ -168,7 +170,7 @@ def test_token_trim_greys_out_dropped_turns_and_marks_the_breadcrumb_slot() -> N
     """SEEN-1 is shown where the breadcrumb goes: before the first kept turn."""
     result = trim_to_recent_turns(agent_session(), 1900)
     assert result.trimmed
-    html = result._repr_html_()
+    html = trim_result_html(result)
     page = Page(html)
     assert page.turns == [1, 2, 3, 4, 5]
     dropped = [t for t in page.turns if page.state(t) == "dropped"]
@@ -191,7 +193,7 @@ def test_an_untrimmed_result_has_no_dropped_block() -> None:
 def test_a_present_breadcrumb_is_marked_and_is_not_a_turn() -> None:
     history = [agent_session()[0], breadcrumb_message(), *agent_session()[1:]]
     result = trim_to_recent_turn_count(history, 2, has_leading_breadcrumb=True)
-    html = result._repr_html_()
+    html = trim_result_html(result)
     page = Page(html)
     assert page.turns == [1, 2, 3, 4, 5]
     assert "breadcrumb: earlier turns were left out here (SEEN-1)" in html
@@ -204,7 +206,7 @@ def test_a_user_typing_the_breadcrumb_text_is_an_ordinary_turn() -> None:
     history = [agent_session()[0], ChatMessage.user(BREADCRUMB), ChatMessage.assistant("?")]
     history += agent_session()[1:5]
     result = trim_to_recent_turns(history, 10_000)
-    html = result._repr_html_()
+    html = trim_result_html(result)
     assert "breadcrumb: earlier turns" not in html
     assert Page(html).turns == [1, 2]
 
@@ -216,7 +218,7 @@ def test_structured_trim_shows_the_dropped_breadcrumb() -> None:
         *structured_session()[1:],
     ]
     result = trim_conversation_to_recent_turns(items, 1, has_leading_breadcrumb=True)
-    html = result._repr_html_()
+    html = trim_result_html(result)
     page = Page(html)
     assert page.turns == [1, 2, 3]
     assert [page.state(t) for t in page.turns] == ["dropped", "dropped", "kept"]
@@ -243,7 +245,7 @@ def test_any_token_trim_renders_every_turn_once(
     result = trim_to_recent_turns(
         generated.history, budget, crumb_present=generated.crumb
     )
-    page = Page(result._repr_html_())
+    page = Page(trim_result_html(result))
     assert page.turns == list(range(1, generated.turn_count + 1))
     assert sum(state == "dropped" for t, state in page.blocks if t > 0) == result.dropped_turns
     assert set(page.links) <= set(page.ids)
@@ -258,8 +260,25 @@ def test_any_structured_trim_renders_every_turn_once(
     result = trim_conversation_to_recent_turns(
         generated.history, max_turns, has_leading_breadcrumb=generated.crumb
     )
-    page = Page(result._repr_html_())
+    page = Page(trim_result_html(result))
     assert page.turns == list(range(1, generated.turn_count + 1))
     assert sum(state == "dropped" for t, state in page.blocks if t > 0) == result.dropped_turns
     assert set(page.links) <= set(page.ids)
     assert len(page.ids) == len(set(page.ids)) == len(generated.rows)
+
+
+def test_jupyter_renders_trim_results_through_the_registered_formatter() -> None:
+    """The display depends on the results, not the reverse: IPython's HTML formatter, once
+    registered, renders a trim result with `trim_result_html` (the result has no HTML
+    method of its own)."""
+    from IPython.core.formatters import DisplayFormatter
+
+    formatter = DisplayFormatter()
+    result = trim_to_recent_turns(agent_session(), 1900)
+    assert not hasattr(result, "_repr_html_")
+    assert "text/html" not in formatter.format(result)[0]
+    assert register_ipython_formatters(SimpleNamespace(display_formatter=formatter))
+    data, _ = formatter.format(result)
+    assert data["text/html"] == trim_result_html(result)
+    turn_limit = trim_to_recent_turn_count(agent_session(), 1)
+    assert formatter.format(turn_limit)[0]["text/html"] == trim_result_html(turn_limit)

@@ -20,6 +20,7 @@ from histtrim import (
     ToolSchema,
     estimate_history_tokens,
     estimate_hooks,
+    estimate_image_tokens,
     estimate_tool_schemas,
     is_loadable_target,
     message_cost,
@@ -181,10 +182,12 @@ def test_est_2_current_turn_means_after_the_last_real_user_row() -> None:
     assert message_costs(before_real_user)[1] == plain(result.content)
 
 
-def test_est_2_tool_result_without_any_user_row_is_not_current() -> None:
-    """EST-2: with no real user row there is no current user turn: plain bytes."""
+def test_est_2_tool_result_without_any_user_row_is_current() -> None:
+    """EST-2 (issue 9 item 5): with no real user row every tool result is current, as in
+    the reference: its declared image is priced (the old expectation, plain bytes, was wrong)."""
     result = ChatMessage.tool_result("c1", "ok", attachments=["/a.png"])
-    assert estimate_history_tokens([ChatMessage.system("sys"), result]) == 5 + plain(result.content)
+    assert estimate_history_tokens([ChatMessage.system("sys"), result]) == 5 + (1 + 1600 + 4)
+    assert estimate_image_tokens([ChatMessage.system("sys"), result]) == 1600
 
 
 def test_est_2_carrier_declared_attachments_in_the_current_turn() -> None:

@@ -217,8 +217,14 @@ def test_dict_rows_are_validated() -> None:
         (lambda led: led.drop(2, 1), "stop"),
         (lambda led: led.insert(99, SYSTEM), "index"),
         (lambda led: led.drop_oldest(99), "count"),
-        (lambda led: led.drop_oldest(0, crumb_present=True), "crumb_present"),
-        (lambda led: led.turn_count(crumb_present=True), "crumb_present"),
+        (lambda led: TokenLedger([SYSTEM]).drop_oldest(0, crumb_present=True), "crumb_present"),
+        (lambda led: TokenLedger([SYSTEM]).turn_count(crumb_present=True), "crumb_present"),
+        (
+            lambda led: TokenLedger([SYSTEM, ChatMessage.assistant("a")]).turn_count(
+                crumb_present=True
+            ),
+            "crumb_present",
+        ),
     ],
 )
 def test_bad_arguments_name_the_field(call: Any, field: str) -> None:

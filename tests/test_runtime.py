@@ -586,9 +586,14 @@ def test_pair_2_restore_sweeps_and_reports() -> None:
 def test_pair_2_restore_checks_the_crumb_flag() -> None:
     bot = agent(ScriptedProvider(), runtime())
     with pytest.raises(ValueError, match="breadcrumb"):
-        bot.restore([ChatMessage.user("hi")], crumb_present=True)
+        bot.restore([ChatMessage.assistant("hi")], crumb_present=True)
+    assert not bot.crumb_present and bot.history == []
     bot.restore([ChatMessage.user(BREADCRUMB), ChatMessage.user("hi")], crumb_present=True)
     assert bot.crumb_present
+    # The flag is authoritative: a localized or older crumb text is the slot too (issue 9).
+    bot.restore([ChatMessage.user("[historial anterior omitido]"), ChatMessage.user("hi")],
+                crumb_present=True)
+    assert bot.crumb_present and len(bot.history) == 2
 
 
 def test_pair_3_tool_result_capped_when_recorded() -> None:

@@ -24,6 +24,7 @@ from histtrim.messages import (
     ToolResultMessage,
     ToolResults,
 )
+from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.safety import (
     DEFAULT_CHANNEL_CACHE_ROWS,
     ChannelSenderCache,
@@ -148,11 +149,15 @@ def test_pair_2_a_pair_split_across_turns_is_orphaned() -> None:
     assert swept.history == [session[0], session[2]]
 
 
-def test_pair_2_malformed_tool_row_is_an_orphan() -> None:
+def test_pair_2_tool_row_without_a_readable_id_is_a_kept_legacy_row() -> None:
+    """Issue 9 item 6: a tool row whose tool_call_id cannot be read is kept (the reference
+    keeps it) and the validator reports it as legacy, not as an error."""
     session = [ChatMessage.user("hi"), ChatMessage(role="tool", content="not json")]
     swept = sweep_orphans(session)
-    assert swept.removed == (OrphanRemoval("result", None, 1),)
-    assert swept.history == [session[0]]
+    assert swept.removed == ()
+    assert swept.history == session
+    assert validate_tool_pairing(session) == [PairingProblem("legacy_result", 1, None)]
+    assert not validate_tool_pairing(session)[0].is_error
 
 
 def test_sweep_accepts_dicts_and_the_crumb_flag() -> None:
@@ -163,7 +168,7 @@ def test_sweep_accepts_dicts_and_the_crumb_flag() -> None:
     ]
     assert sweep_orphans(rows, crumb_present=True).history == [ChatMessage(**r) for r in rows]
     with pytest.raises(ValueError, match="breadcrumb"):
-        sweep_orphans(rows[:1] + rows[2:], crumb_present=True)
+        sweep_orphans([rows[0], {"role": "assistant", "content": "hi"}], crumb_present=True)
 
 
 # -------------------------------------------------------------------- generated histories

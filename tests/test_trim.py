@@ -486,9 +486,12 @@ def test_insert_breadcrumb_once_after_the_system_rows() -> None:
         lambda rows: insert_breadcrumb(rows, crumb_present=True),
     ],
 )
-def test_crumb_flag_without_a_breadcrumb_is_an_error(call: object) -> None:
-    """The flag names a crumb slot; set where there is none it is a ValueError."""
-    for rows in (history3(), [SYSTEM, *turn_config(), CRUMB], [SYSTEM, ChatMessage.user(" ")]):
+def test_crumb_flag_without_a_breadcrumb_slot_is_an_error(call: object) -> None:
+    """The flag names a crumb slot: a flag naming no row, or a non-user row, is a ValueError
+    (issue 9: any user row there is the slot, so only these two are caller errors)."""
+    no_row = [SYSTEM]
+    assistant_row = [SYSTEM, ChatMessage.assistant("hello"), *turn_config()]
+    for rows in (no_row, assistant_row, [SYSTEM, ChatMessage.tool_result("c", "x"), CRUMB]):
         with pytest.raises(ValueError, match="crumb_present"):
             call(rows)  # type: ignore[operator]
 

@@ -76,16 +76,13 @@ def suffix(g: GeneratedHistory[Any], first_kept: int) -> list[Any]:
 def expected_costs(g: GeneratedHistory[ChatMessage]) -> list[int]:
     """DESIGN.md's estimate, row by row, from what the generator recorded.
 
-    The estimate has no breadcrumb flag, so a crumb row is a real user row to it."""
-    if g.turn_starts:
-        last_user: int | None = g.turn_starts[-1]
-    else:
-        last_user = g.prefix_len if g.crumb else None
+    The estimate has no breadcrumb flag, so a crumb row is a real user row to it; with no
+    user row at all, every tool result is current."""
+    crumb_or_none = g.prefix_len if g.crumb else -1
+    last_user = g.turn_starts[-1] if g.turn_starts else crumb_or_none
     costs = []
     for i, (row, pricing) in enumerate(zip(g.rows, g.pricing, strict=True)):
-        dispatched = pricing is not None and (
-            pricing.scope == "always" or (last_user is not None and i > last_user)
-        )
+        dispatched = pricing is not None and (pricing.scope == "always" or i > last_user)
         if dispatched:
             assert pricing is not None
             costs.append(ceil(len(pricing.text.encode()) / 4) + 1600 * pricing.images + 4)

@@ -193,12 +193,14 @@ def test_breadcrumb_flag_names_the_slot_after_the_system_rows() -> None:
     [
         [],
         [SYSTEM],
-        [SYSTEM, ChatMessage.user("hola"), breadcrumb_message()],  # not right after the prefix
-        [ChatMessage.user("hola")],
+        [SYSTEM, ChatMessage.assistant("hola"), breadcrumb_message()],  # the slot is row 1
+        [ChatMessage.tool_result("c1", "ok")],
     ],
 )
-def test_breadcrumb_flag_without_a_breadcrumb_is_an_error(history: list[ChatMessage]) -> None:
-    """The flag must name a real breadcrumb slot (right after the leading system rows)."""
+def test_breadcrumb_flag_without_a_breadcrumb_slot_is_an_error(
+    history: list[ChatMessage],
+) -> None:
+    """The flag must name a user row right after the leading system rows (any text)."""
     with pytest.raises(ValueError, match="crumb_present"):
         index_turns(history, crumb_present=True)
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from ..adapters.openai import OpenAIFormatError, from_openai
-from ..messages import BREADCRUMB, ChatMessage, ConversationMessage
+from ..messages import ChatMessage, ConversationMessage
 from ..turns import index_turns, leading_system_count
 from .errors import InputError
 from .positions import array_offsets, line_numbers, messages_offset, skip_space
@@ -188,8 +188,8 @@ def check_crumb(session: Session, crumb_present: bool) -> None:
         slot = leading_system_count(session.items)
         raise InputError(
             session.path,
-            f"--crumb-present: expected the breadcrumb {BREADCRUMB!r} right after the leading "
-            "system messages",
+            "--crumb-present: expected a user message (the breadcrumb slot) right after the "
+            "leading system messages",
             line=session.line_of(slot),
             field="content" if slot < len(session.items) else None,
         ) from None
