@@ -15,7 +15,6 @@ from .capacity import (
     check_request,
 )
 from .carriers import (
-    MAX_JSON_DEPTH,
     image_marker,
     is_loadable_target,
     json_object,
@@ -73,6 +72,7 @@ from .events import (
 from .ledger import TokenLedger
 from .messages import (
     BREADCRUMB,
+    MAX_JSON_DEPTH,
     TOOL_RESULTS_PREFIX,
     AssistantToolCalls,
     Attachment,

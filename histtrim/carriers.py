@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .messages import (
+    MAX_JSON_DEPTH,
     TOOL_RESULTS_PREFIX,
     AssistantToolCalls,
     Attachment,
@@ -97,9 +98,6 @@ class ParsedToolResult:
     """None when the envelope declares no `attachments` array."""
 
 
-MAX_JSON_DEPTH = 128
-"""The reference parser's nesting budget: every `[` or `{` spends one level and the
-parser fails when none is left, so 127 nested arrays/objects parse and 128 do not."""
 _JSON_SPACE = " \t\r\n"
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")

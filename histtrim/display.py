@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from .carriers import (
     IMAGE_MARKER,
-    is_loadable_target,
+    marker_image,
     parse_tool_calls,
     parse_tool_result,
     to_chat_messages,
@@ -345,11 +345,12 @@ def _user_text(text: str) -> str:
     pieces: list[str] = []
     position = 0
     for match in IMAGE_MARKER.finditer(text):
-        if not is_loadable_target(match.group(1)):
+        image = marker_image(match.group(1))
+        if image is None:
             continue
         if match.start() > position:
             pieces.append(_text(text[position : match.start()]))
-        target = _e(_short(match.group(1).strip()))
+        target = _e(_short(image))
         pieces.append(f'<div style="color:#666">🖼 image: {target}</div>')
         position = match.end()
     if not pieces:

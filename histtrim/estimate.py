@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from .carriers import (
     MarkedText,
@@ -16,7 +16,7 @@ from .carriers import (
     split_carrier_attachments,
     split_image_markers,
 )
-from .messages import ChatMessage, chat_rows
+from .messages import MAX_JSON_DEPTH, ChatMessage, chat_rows, json_too_deep
 from .turns import TurnIndex, index_turns
 
 BYTES_PER_TOKEN = 4
@@ -112,6 +112,13 @@ class ToolSchema(BaseModel):
     name: StrictStr = Field(min_length=1)
     description: StrictStr = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("parameters")
+    @classmethod
+    def _not_too_deep(cls, parameters: dict[str, Any]) -> dict[str, Any]:
+        if json_too_deep(parameters):
+            raise ValueError(f"parameters nest {MAX_JSON_DEPTH} levels or more")
+        return parameters
 
     @classmethod
     def coerce(cls, value: ToolSchema | Mapping[str, Any]) -> ToolSchema:

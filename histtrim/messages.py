@@ -27,6 +27,25 @@ BREADCRUMB = "[earlier turns omitted to fit the context window]"
 """The context note inserted before the first kept turn after a trim (SEEN-1)."""
 
 
+MAX_JSON_DEPTH = 128
+"""The reference parser's nesting budget: every `[` or `{` spends one level and the
+parser fails when none is left, so 127 nested arrays/objects parse and 128 do not."""
+
+
+def json_too_deep(value: Any) -> bool:
+    """Whether a Python value (dicts/lists) nests `MAX_JSON_DEPTH` levels or more, found
+    without recursion (so a hostile value never reaches Python's recursion limit)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if depth + 1 >= MAX_JSON_DEPTH:
+                return True
+            children = item.values() if isinstance(item, Mapping) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 class RowFacts(NamedTuple):
     """What every limit and the estimate read from a row, computed once per (frozen) row."""
 
@@ -58,6 +77,8 @@ class ToolCall(_Frozen):
     @classmethod
     def _encode_arguments(cls, value: Any) -> Any:
         if isinstance(value, Mapping | list):
+            if json_too_deep(value):
+                raise ValueError(f"arguments nest {MAX_JSON_DEPTH} levels or more")
             return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         return value
 

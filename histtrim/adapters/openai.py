@@ -22,8 +22,8 @@ from typing import Any
 
 from ..carriers import (
     IMAGE_MARKER,
-    is_loadable_target,
     json_object,
+    marker_image,
     parse_tool_calls,
     parse_tool_result,
 )
@@ -382,11 +382,12 @@ def _user_content(text: str) -> str | list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     position = 0
     for match in IMAGE_MARKER.finditer(text):
-        if not is_loadable_target(match.group(1)):
+        image = marker_image(match.group(1))  # the same loadability test as the estimate
+        if image is None:
             continue
         if match.start() > position:
             parts.append({"type": "text", "text": text[position : match.start()]})
-        parts.append({"type": "image_url", "image_url": {"url": match.group(1)}})
+        parts.append({"type": "image_url", "image_url": {"url": image}})
         position = match.end()
     if not parts:
         return text
