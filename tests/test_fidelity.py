@@ -201,7 +201,9 @@ def test_item_4_a_wrapped_payload_is_rejoined() -> None:
 
 # ---------------------------------------------------------------- 5. declared attachments
 
-ENVELOPE = '{"tool_call_id":"c1","content":"shot","attachments":[{"kind":"image","target":"/a.png"}]}'
+ENVELOPE = (
+    '{"tool_call_id":"c1","content":"shot","attachments":[{"kind":"image","target":"/a.png"}]}'
+)
 
 
 @pytest.mark.parametrize(
