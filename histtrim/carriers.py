@@ -99,8 +99,9 @@ class ParsedToolResult:
 
 
 _JSON_SPACE = " \t\r\n"
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
+"""A string (an unterminated one runs to the end, so every match is a single attempt and the
+scan stays linear) or a bracket."""
 
 
 def _too_deep(text: str) -> bool:
@@ -108,10 +109,14 @@ def _too_deep(text: str) -> bool:
     if text.count("[") + text.count("{") < MAX_JSON_DEPTH:
         return False
     depth = 0
-    for bracket in _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        if depth >= MAX_JSON_DEPTH:
-            return True
+    for token in _JSON_TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth >= MAX_JSON_DEPTH:
+                return True
+        elif bracket in "]}":
+            depth -= 1
     return False
 
 

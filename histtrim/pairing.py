@@ -93,6 +93,7 @@ def sweep_orphans(
     index_turns(rows, crumb_present=crumb_present)  # a flag naming no slot is an error
     removed: list[OrphanRemoval] = []
     answered: dict[int, set[str]] = {}  # kept dispatch -> the ids its kept results answer
+    dispatched: dict[int, tuple[str, ...]] = {}  # kept dispatch -> the ids it issued
     keep: list[Any] = [True] * len(rows)  # True, False, or the kept subset of a ToolResults
     active: int | None = None  # the nearest assistant row of the run, when it dispatches
     issued: frozenset[str] = frozenset()  # the ids it dispatched
@@ -106,7 +107,7 @@ def sweep_orphans(
                 removed.extend(OrphanRemoval("call", cid, pos) for cid in ids)
             else:
                 active, issued = pos, frozenset(ids)
-                answered[pos] = set()
+                answered[pos], dispatched[pos] = set(), ids
             after_dispatch = True
             continue
         after_dispatch = False
@@ -128,8 +129,7 @@ def sweep_orphans(
     out: list[Any] = []
     for pos, item in enumerate(rows):
         if pos in answered:
-            ids = _dispatch(item) or ()
-            done = answered[pos]
+            ids, done = dispatched[pos], answered[pos]
             removed.extend(OrphanRemoval("call", cid, pos) for cid in ids if cid not in done)
             stripped = _strip_calls(item, done) if not set(ids) <= done else item
             if stripped is not None:

@@ -137,6 +137,8 @@ def test_item_2_depth_limit_is_the_reference_parser_s() -> None:
     assert json_object(nested(127)) is not None
     assert json_object(nested(128)) is None
     assert json_object('{"a":"' + "[" * 5000 + '"}') is not None  # brackets inside a string
+    assert json_object('{"a":"\\"' + "[" * 500 + '"}') is not None  # after an escaped quote
+    assert json_object('{"a":"x","b":' + "[" * 200 + '"\\"') is None  # unterminated, too deep
 
 
 @pytest.mark.parametrize(
