@@ -23,6 +23,8 @@ from histtrim import (
     drop_oldest_whole_turn,
     estimate_history_tokens,
     estimate_image_tokens,
+    estimate_tool_schemas,
+    from_openai,
     index_turns,
     insert_breadcrumb,
     is_loadable_target,
@@ -358,3 +360,28 @@ def test_item_6_agent_restore_refuses_a_history_the_sweep_could_not_pair(
     with pytest.raises(ValueError, match="tool pairing"):
         bot.restore([ChatMessage.user("go"), result("c1")])
     assert bot.history == good
+
+
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda deep: ChatMessage.assistant_tool_calls(
+            None, [{"id": "c", "name": "n", "arguments": deep}]
+        ),
+        lambda deep: estimate_tool_schemas([{"name": "t", "parameters": deep}]),
+        lambda deep: from_openai([{"role": "user", "content": "hi", "extra": deep}]),
+    ],
+    ids=["tool call arguments", "tool schema parameters", "OpenAI message"],
+)
+def test_item_2_deep_structured_input_is_a_value_error(build: object) -> None:
+    """Issue 9: no input reaches Python's recursion limit; too deep is a clear ValueError."""
+    with pytest.raises(ValueError, match="128 levels"):
+        build(_nested(3000))  # type: ignore[operator]
+    build(_nested(100))  # type: ignore[operator]  # well within the parser's budget

@@ -27,7 +27,14 @@ from ..carriers import (
     parse_tool_calls,
     parse_tool_result,
 )
-from ..messages import BREADCRUMB, ChatMessage, ToolCall, chat_rows
+from ..messages import (
+    BREADCRUMB,
+    MAX_JSON_DEPTH,
+    ChatMessage,
+    ToolCall,
+    chat_rows,
+    json_too_deep,
+)
 from . import RecordTrimResult, trim_records
 
 OpenAIMessage = dict[str, Any]
@@ -50,7 +57,12 @@ class OpenAIFormatError(ValueError):
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[ChatMessage]:
     """The provider-facing rows of chat-completions messages, one row per message."""
-    return [_to_row(i, message) for i, message in enumerate(messages)]
+    rows = []
+    for i, message in enumerate(messages):
+        if json_too_deep(message):  # before any json.dumps can hit the recursion limit
+            raise OpenAIFormatError(i, "", f"nests {MAX_JSON_DEPTH} levels or more")
+        rows.append(_to_row(i, message))
+    return rows
 
 
 def to_openai(history: Iterable[ChatMessage | Mapping[str, Any]]) -> list[OpenAIMessage]:
