@@ -1,141 +1,65 @@
 """The agent loop: where the trims run (RUN-1..3, LIMIT-1..2), how a drop becomes visible
-(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4), the safety nets (PAIR-2..4), and the
-legacy log-only path (SEEN-4)."""
+(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4) and the safety nets (PAIR-2..4).
+Tools live in `tools.py`, the dispatch log in `calls.py`, the legacy path (SEEN-4) in
+`legacy.py`; their names are re-exported here."""
 
 from __future__ import annotations
 
-import inspect
-import json
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any, Literal
+from typing import Any
 
+from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
 from .capacity import check_request
 from .carriers import to_chat_messages
-from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas
+from .estimate import ToolSchema, estimate_history_tokens
 from .events import EventBus, HistoryTrimmed, TrimReason
 from .ledger import TokenLedger
+from .legacy import (
+    FINAL_SUMMARY_PROMPT,
+    LEGACY_LOGGER,
+    LEGACY_TRIM_LOG,
+    LegacyRunResult,
+    legacy_run,
+)
 from .messages import (
     AssistantToolCalls,
     ChatMessage,
     ConversationMessage,
-    ToolCall,
-    ToolResultMessage,
     ToolResults,
-    chat_rows,
 )
 from .providers import ContextOverflowError, Provider, ProviderReply
 from .route import ResolvedRuntime
-from .safety import SweepResult, cap_tool_result, sweep_orphans
+from .safety import SweepResult, sweep_orphans
+from .tools import Tool, _Toolbox
 from .trim import (
     TrimResult,
     insert_breadcrumb,
     trim_conversation_to_recent_turns,
-    trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
 
-LEGACY_LOGGER = "histtrim.legacy"
-LEGACY_TRIM_LOG = "trim_history: dropped oldest whole turns"
+__all__ = [
+    "FINAL_SUMMARY_PROMPT",
+    "LEGACY_LOGGER",
+    "LEGACY_TRIM_LOG",
+    "UNRECOVERABLE_OVERFLOW",
+    "Agent",
+    "CallKind",
+    "CallOutcome",
+    "LegacyRunResult",
+    "ProviderCall",
+    "Tool",
+    "TurnOutcome",
+    "UnrecoverableContextOverflow",
+    "legacy_run",
+]
+
 UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
-FINAL_SUMMARY_PROMPT = (
-    "The tool iteration limit was reached. Without calling tools, summarize what was done "
-    "and what remains."
-)
-"""A request-only system row appended to the final summary request; never recorded."""
 
 
 class UnrecoverableContextOverflow(RuntimeError):
     """The provider overflowed and no older turn is left to drop (RUN-2)."""
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A plain Python callable the model may call; JSON arguments become keyword arguments."""
-
-    fn: Callable[..., object]
-    name: str
-    description: str = ""
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, fn: Callable[..., object] | Tool) -> Tool:
-        """A callable as a tool named after it, described by its docstring's first line."""
-        if isinstance(fn, Tool):
-            return fn
-        doc = inspect.getdoc(fn) or ""
-        return cls(fn, getattr(fn, "__name__", type(fn).__name__), doc.split("\n", 1)[0])
-
-    @property
-    def schema(self) -> ToolSchema:
-        return ToolSchema(
-            name=self.name, description=self.description, parameters=dict(self.parameters)
-        )
-
-
-class _Toolbox:
-    """Registered tools: their schemas, and each call run into a capped result (PAIR-3)."""
-
-    def __init__(self, tools: Iterable[Tool | Callable[..., object]]) -> None:
-        self.tools: dict[str, Tool] = {}
-        for tool in map(Tool.of, tools):
-            if tool.name in self.tools:
-                raise ValueError(f"tools: duplicate tool name {tool.name!r}")
-            self.tools[tool.name] = tool
-        self.schemas = tuple(tool.schema for tool in self.tools.values())
-        self.schema_tokens = estimate_tool_schemas(self.schemas)
-
-    def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
-        tool = self.tools.get(call.name)
-        output: object
-        if tool is None:
-            output = f"error: unknown tool {call.name!r}"
-        else:
-            try:
-                arguments = json.loads(call.arguments)
-                if not isinstance(arguments, dict):
-                    raise ValueError("arguments must be a JSON object")
-                output = tool.fn(**arguments)
-            except Exception as exc:  # a failing tool is reported to the model, not raised
-                output = f"error: {type(exc).__name__}: {exc}"
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
-        return ToolResultMessage(
-            tool_call_id=call.id, content=cap_tool_result(text, max_chars), tool_name=call.name
-        )
-
-
-CallKind = Literal["tool_loop", "final_summary"]
-CallOutcome = Literal["reply", "tool_calls", "overflow"]
-
-
-@dataclass(frozen=True)
-class ProviderCall:
-    """One dispatch, as the agent logged it: the estimated history (what the budget measures)
-    and request (plus tool schemas: what the capacity check measures) against the budget and
-    window, and the trims made since the previous dispatch."""
-
-    turn_id: int
-    iteration: int
-    kind: CallKind
-    history_tokens: int
-    tokens: int
-    budget: int
-    window: int
-    outcome: CallOutcome
-    trims: tuple[HistoryTrimmed, ...]
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    """What one `Agent.turn` did."""
-
-    turn_id: int
-    reply: str
-    calls: tuple[ProviderCall, ...]
-    events: tuple[HistoryTrimmed, ...]
-    hit_iteration_limit: bool
 
 
 class Agent:
@@ -414,58 +338,3 @@ class Agent:
         self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
 
 
-@dataclass(frozen=True)
-class LegacyRunResult:
-    """What `legacy_run` returns: the new provider-facing history and the final reply."""
-
-    history: list[ChatMessage]
-    reply: str
-    provider_calls: int
-    dropped_messages: int
-
-
-def legacy_run(
-    provider: Provider,
-    history: Iterable[ChatMessage | Mapping[str, Any]],
-    text: str,
-    *,
-    runtime: ResolvedRuntime,
-    tools: Iterable[Tool | Callable[..., object]] = (),
-    logger: logging.Logger | None = None,
-) -> LegacyRunResult:
-    """The legacy `agent::run` path (SEEN-4): one turn on a provider-facing history with the
-    whole-turn count limit, reported only through `logging`: no breadcrumb, no event.
-
-    Requests are capacity-checked; a provider overflow propagates. The input is not changed."""
-    log = logger if logger is not None else logging.getLogger(LEGACY_LOGGER)
-    profile = runtime.profile
-    toolbox = _Toolbox(tools)
-    rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, profile.max_history_turns)
-    if trimmed.trimmed:
-        log.info(
-            "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
-            LEGACY_TRIM_LOG,
-            trimmed.dropped_turns,
-            trimmed.dropped_messages,
-            trimmed.kept_turns,
-            profile.max_history_turns,
-        )
-    rows = trimmed.history
-    calls = 0
-    for _ in range(profile.max_tool_iterations):
-        check_request(rows, runtime=runtime, tool_schemas=toolbox.schemas)
-        calls += 1
-        answer = provider.complete(rows, toolbox.schemas)
-        if not answer.tool_calls:
-            rows.append(ChatMessage.assistant(answer.text or ""))
-            return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
-        rows.append(ChatMessage.assistant_tool_calls(answer.text, answer.tool_calls))
-        for call in answer.tool_calls:
-            result = toolbox.run(call, profile.max_tool_result_chars)
-            rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
-    request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
-    check_request(request, runtime=runtime)
-    reply = provider.complete(request, ()).text or ""
-    rows.append(ChatMessage.assistant(reply))
-    return LegacyRunResult(rows, reply, calls + 1, trimmed.dropped_messages)
