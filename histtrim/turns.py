@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
-from .messages import BREADCRUMB, ChatMessage, Row, RowFacts
+from .messages import BREADCRUMB, ChatMessage, Row, RowFacts, conversation_rows
+from .validation import flag
 
 
 def opens_turn(message: Row) -> bool:
@@ -83,7 +84,14 @@ def index_turns(
     """Index a history of either representation in one pass.
 
     `crumb_present` is the owner's flag: the row after the system prefix is the
-    breadcrumb. It is never inferred from text; a row equal to it is an ordinary turn."""
+    breadcrumb. It is never inferred from text; a row equal to it is an ordinary turn.
+    Dicts are validated like the trims validate them."""
+    flag("crumb_present", crumb_present)
+    try:
+        facts = [row.facts for row in history]
+    except AttributeError:
+        history = conversation_rows(history)  # dicts (or bad rows): validated, errors name them
+        facts = [row.facts for row in history]
     prefix = leading_system_count(history)
     crumb: int | None = None
     if crumb_present:
@@ -96,7 +104,6 @@ def index_turns(
                 "breadcrumb"
             )
         crumb = prefix
-    facts = [row.facts for row in history]
     starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
     if crumb is not None:
         starts = starts[1:]  # the crumb slot is the first user row; it opens no turn
