@@ -5,9 +5,13 @@ Tools live in `tools.py`, the dispatch log in `calls.py`, the legacy path (SEEN-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from typing import Any
+
+from pydantic import ValidationError
 
 from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
 from .capacity import check_request
@@ -28,7 +32,7 @@ from .messages import (
     ConversationMessage,
     ToolResults,
 )
-from .providers import ContextOverflowError, Provider, ProviderReply
+from .providers import ContextOverflowError, Provider, ProviderError, ProviderReply
 from .route import ResolvedRuntime
 from .safety import SweepResult, sweep_orphans
 from .tools import Tool, _Toolbox
@@ -72,7 +76,17 @@ class Agent:
     (or a restore) rebuilds the rows, in one pass.
 
     The breadcrumb lives in the structured history right after its system rows; whether it
-    is there is the agent's own flag (`crumb_present`), never inferred from text."""
+    is there is the agent's own flag (`crumb_present`), never inferred from text.
+
+    A turn is all or nothing: when an exception escapes `turn` (a provider error, a
+    non-reply, an interrupt), the history, ledger, breadcrumb flag, `turn_id`, `events` and
+    `calls` are exactly as before the call, and the exception carries a note saying so
+    (events already delivered to clients are not recalled). A tool's failure never escapes:
+    it becomes an error result for the model.
+
+    Threading contract: `turn`, `restore` and setting `system_prompt` may be called from any
+    thread; they hold the agent's lock, so turns run one at a time, each whole. Calling
+    `turn` from inside a turn (e.g. from a tool) raises `RuntimeError`."""
 
     def __init__(
         self,
@@ -85,13 +99,21 @@ class Agent:
         channel: str = "cli",
         alias: str = "agent",
     ) -> None:
+        if not callable(getattr(provider, "complete", None)):
+            raise TypeError(
+                "provider: expected an object with a complete(messages, tool_schemas) method, "
+                f"got {type(provider).__name__}"
+            )
+        if bus is not None and not isinstance(bus, EventBus):
+            raise TypeError(f"bus: expected an EventBus or None, got {type(bus).__name__}")
+        self._lock = threading.RLock()
+        self._turning = False
         self.provider = provider
         self.runtime = runtime
-        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
         self.toolbox = _Toolbox(tools)
         self.bus = bus if bus is not None else EventBus()
-        self.channel = channel
-        self.alias = alias
+        self.channel = _name("channel", channel)
+        self.alias = _name("alias", alias)
         self.turn_id = 0
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
@@ -104,15 +126,32 @@ class Agent:
         self.system_prompt = system_prompt
 
     @property
+    def runtime(self) -> ResolvedRuntime:
+        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
+        return self._runtime
+
+    @runtime.setter
+    def runtime(self, runtime: ResolvedRuntime) -> None:
+        if not isinstance(runtime, ResolvedRuntime):
+            raise TypeError(f"runtime: expected a ResolvedRuntime, got {type(runtime).__name__}")
+        self._runtime = runtime
+
+    @property
     def system_prompt(self) -> str | None:
         return self._system_prompt
 
     @system_prompt.setter
     def system_prompt(self, text: str | None) -> None:
         """The system row in front of every request; replacing it rebuilds the rows."""
-        self._system_prompt = text
-        self._head = () if text is None else (ChatMessage.system(text),)
-        self._replace(self._history)
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"system_prompt: expected a str or None, got {type(text).__name__}")
+        try:
+            head = () if text is None else (ChatMessage.system(text),)
+        except ValidationError as error:
+            raise ValueError(f"system_prompt: {error.errors()[0]['msg']}") from None
+        with self._lock:
+            self._system_prompt, self._head = text, head
+            self._replace(self._history)
 
     @property
     def history(self) -> list[ConversationMessage]:
@@ -136,13 +175,43 @@ class Agent:
     ) -> SweepResult[ConversationMessage]:
         """Load a saved session, after the orphan sweep (PAIR-2); returns what it removed."""
         swept = sweep_orphans(history, crumb_present=crumb_present)  # checks the crumb flag
-        self._replace(list(swept.history))
-        self._crumb = crumb_present
+        with self._lock:
+            self._replace(list(swept.history))
+            self._crumb = crumb_present
         return swept
 
     def turn(self, text: str) -> TurnOutcome:
         """One user turn: record it, apply the turn limit, then run the tool loop with
-        proactive and reactive trimming and a capacity check before every dispatch."""
+        proactive and reactive trimming and a capacity check before every dispatch.
+
+        All or nothing: an exception that escapes leaves the agent as it was (see the class)."""
+        with self._lock, self._rollback_on_error():
+            return self._turn(text)
+
+    @contextmanager
+    def _rollback_on_error(self) -> Iterator[None]:
+        if self._turning:
+            raise RuntimeError("Agent.turn called from inside a turn of the same agent")
+        history, item_rows, count = self._history, self._item_rows, len(self._history)
+        saved = (self._crumb, self.turn_id, len(self.calls), len(self.events), self._pending)
+        self._turning = True
+        try:
+            yield
+        except BaseException as error:
+            del history[count:], item_rows[count:]
+            self._history, self._item_rows = history, item_rows
+            self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
+            self._crumb, self.turn_id, calls, events, self._pending = saved
+            del self.calls[calls:], self.events[events:]
+            error.add_note(
+                f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
+                "ledger, turn_id, events and calls are as before the call"
+            )
+            raise
+        finally:
+            self._turning = False
+
+    def _turn(self, text: str) -> TurnOutcome:
         self.turn_id += 1
         first_call, first_event = len(self.calls), len(self.events)
         self._record(ChatMessage.user(text))
@@ -235,6 +304,11 @@ class Agent:
         except ContextOverflowError:
             self._log_call(iteration, kind, tokens, "overflow", trims)
             raise
+        if not isinstance(answer, ProviderReply):
+            raise ProviderError(
+                f"provider {type(self.provider).__name__} returned {type(answer).__name__}, "
+                "not a ProviderReply"
+            )
         self._log_call(
             iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
         )
@@ -338,3 +412,14 @@ class Agent:
         self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
 
 
+
+
+def _name(field: str, value: object) -> str:
+    """A non-empty text naming where events come from (`channel`, `alias`)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field}: expected a non-empty str, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{field}: not valid UTF-8 text") from None
+    return value
