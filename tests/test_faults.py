@@ -28,7 +28,9 @@ from histtrim.turns import index_turns
 
 def runtime(**profile: object) -> ResolvedRuntime:
     return resolve_runtime(
-        RuntimeProfile.model_validate(profile), ProviderProfile(model="m", context_window=100_000), "m"
+        RuntimeProfile.model_validate(profile),
+        ProviderProfile(model="m", context_window=100_000),
+        "m",
     )
 
 

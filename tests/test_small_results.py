@@ -40,7 +40,8 @@ def test_item_14_the_reported_case() -> None:
     assert cap_tool_result("abcdef", 1) == "a"
     assert cap_tool_result("abcdefghijklmnopqrstuvwxyz" * 2, 30) == "abcdefghijklmnopqrstuvwxyzabcd"
     long = "x" * 1000
-    assert len(cap_tool_result(long, 100)) == 100 + len("\n\n[... 900 characters truncated ...]\n\n")
+    marker = "\n\n[... 900 characters truncated ...]\n\n"
+    assert len(cap_tool_result(long, 100)) == 100 + len(marker)
 
 
 ROWS = [ChatMessage.user("a" * 40), ChatMessage.assistant("b"), ChatMessage.user("c")]
