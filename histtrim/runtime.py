@@ -8,17 +8,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import chain
 from typing import Any
 
 from pydantic import ValidationError
 
+from .agent_history import AgentHistory
 from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
 from .capacity import check_request
-from .carriers import to_chat_messages
 from .estimate import ToolSchema, estimate_history_tokens
 from .events import EventBus, HistoryTrimmed, TrimReason
-from .ledger import TokenLedger
 from .legacy import (
     FINAL_SUMMARY_PROMPT,
     LEGACY_LOGGER,
@@ -117,11 +115,8 @@ class Agent:
         self.turn_id = 0
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
-        self._history: list[ConversationMessage] = []
-        self._item_rows: list[tuple[ChatMessage, ...]] = []
-        """The provider-facing rows of each `_history` item, converted once."""
-        self._ledger = TokenLedger()
-        self._crumb = False
+        self._store = AgentHistory()
+        self._ledger = self._store.ledger
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
 
@@ -150,17 +145,17 @@ class Agent:
         except ValidationError as error:
             raise ValueError(f"system_prompt: {error.errors()[0]['msg']}") from None
         with self._lock:
-            self._system_prompt, self._head = text, head
-            self._replace(self._history)
+            self._system_prompt = text
+            self._store.set_head(head)
 
     @property
     def history(self) -> list[ConversationMessage]:
         """A copy of the structured history."""
-        return list(self._history)
+        return list(self._store.items)
 
     @property
     def crumb_present(self) -> bool:
-        return self._crumb
+        return self._store.crumb
 
     def working_history(self) -> list[ChatMessage]:
         """The provider-facing rows (a copy): the system prompt, then the structured history
@@ -176,8 +171,8 @@ class Agent:
         """Load a saved session, after the orphan sweep (PAIR-2); returns what it removed."""
         swept = sweep_orphans(history, crumb_present=crumb_present)  # checks the crumb flag
         with self._lock:
-            self._replace(list(swept.history))
-            self._crumb = crumb_present
+            self._store.replace(list(swept.history))
+            self._store.crumb = crumb_present
         return swept
 
     def turn(self, text: str) -> TurnOutcome:
@@ -192,16 +187,14 @@ class Agent:
     def _rollback_on_error(self) -> Iterator[None]:
         if self._turning:
             raise RuntimeError("Agent.turn called from inside a turn of the same agent")
-        history, item_rows, count = self._history, self._item_rows, len(self._history)
-        saved = (self._crumb, self.turn_id, len(self.calls), len(self.events), self._pending)
+        checkpoint = self._store.checkpoint()
+        saved = (self.turn_id, len(self.calls), len(self.events), self._pending)
         self._turning = True
         try:
             yield
         except BaseException as error:
-            del history[count:], item_rows[count:]
-            self._history, self._item_rows = history, item_rows
-            self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
-            self._crumb, self.turn_id, calls, events, self._pending = saved
+            self._store.rollback(checkpoint)
+            self.turn_id, calls, events, self._pending = saved
             del self.calls[calls:], self.events[events:]
             error.add_note(
                 f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
@@ -214,7 +207,7 @@ class Agent:
     def _turn(self, text: str) -> TurnOutcome:
         self.turn_id += 1
         first_call, first_event = len(self.calls), len(self.events)
-        self._record(ChatMessage.user(text))
+        self._store.record(ChatMessage.user(text))
         self._apply_turn_limit()
         limit = self.runtime.profile.max_tool_iterations
         toolbox = self.toolbox
@@ -239,7 +232,7 @@ class Agent:
         if reply is None:
             hit_limit = True
             reply = self._final_summary(limit + 1)
-        self._record(ChatMessage.assistant(reply))
+        self._store.record(ChatMessage.assistant(reply))
         return TurnOutcome(
             self.turn_id,
             reply,
@@ -248,29 +241,11 @@ class Agent:
             hit_limit,
         )
 
-    def _record(self, item: ConversationMessage) -> None:
-        """Append one item to the structured history and its rows to the ledger: O(its rows)."""
-        rows = tuple(to_chat_messages((item,)))
-        self._history.append(item)
-        self._item_rows.append(rows)
-        self._ledger.extend(rows)
-
-    def _replace(self, history: list[ConversationMessage]) -> None:
-        """A new structured history (a restore or a trim): items already recorded keep their
-        rows, and the ledger is rebuilt from the system prompt and those rows in one pass."""
-        known = {id(item): rows for item, rows in zip(self._history, self._item_rows, strict=True)}
-        item_rows: list[tuple[ChatMessage, ...]] = []
-        for item in history:
-            rows = known.get(id(item))
-            item_rows.append(tuple(to_chat_messages((item,))) if rows is None else rows)
-        self._history, self._item_rows = history, item_rows
-        self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
-
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.profile.max_tool_result_chars
-        self._record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
+        self._store.record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
-        self._record(ToolResults(results=results))
+        self._store.record(ToolResults(results=results))
 
     def _final_summary(self, iteration: int) -> str:
         """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4).
@@ -341,14 +316,14 @@ class Agent:
 
         The ledger counts the turns (O(1)); only an excess runs the trim."""
         max_turns = self.runtime.profile.max_history_turns
-        if self._ledger.turn_count(crumb_present=self._crumb) <= max(max_turns, 1):
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
         result = trim_conversation_to_recent_turns(
-            self._history, max_turns, has_leading_breadcrumb=self._crumb
+            self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb
         )
         before = self._ledger.total
-        self._replace(insert_breadcrumb(result.history, crumb_present=False))
-        self._crumb = True
+        self._store.replace(insert_breadcrumb(result.history, crumb_present=False))
+        self._store.crumb = True
         self._emit(
             TrimReason.TURN_LIMIT,
             result.dropped_messages,
@@ -361,14 +336,14 @@ class Agent:
         """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
         check on the ledger; only a needed trim looks at the rows."""
         budget = self.runtime.effective_context_budget()
-        if self._ledger.needs_trim(budget, crumb_present=self._crumb):
+        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._token_trim(budget)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
         """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2).
 
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
-        if self._ledger.turn_count(crumb_present=self._crumb) <= 1:
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
         self._token_trim(self._ledger.total * 2 // 3)
 
@@ -377,20 +352,20 @@ class Agent:
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
         working = self._ledger
-        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._crumb)
+        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._store.crumb)
         if not result.trimmed:
             return
-        if not self._crumb:
+        if not self._store.crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
             result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
         before = working.total
         structured = trim_conversation_to_recent_turns(
-            self._history, result.kept_turns, has_leading_breadcrumb=self._crumb
+            self._store.items, result.kept_turns, has_leading_breadcrumb=self._store.crumb
         )
         if structured.dropped_turns != result.dropped_turns:
             raise AssertionError("the structured and working histories disagree about turns")
-        self._replace(insert_breadcrumb(structured.history, crumb_present=False))
-        self._crumb = True
+        self._store.replace(insert_breadcrumb(structured.history, crumb_present=False))
+        self._store.crumb = True
         self._emit(
             TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
         )
