@@ -6,6 +6,9 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+from hypothesis import settings
+
 from histtrim.specindex import rule_coverage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,8 +168,6 @@ def test_sanitize_cfg_format() -> None:
 def test_plain_pytest_uses_the_ci_hypothesis_settings(pytestconfig: pytest.Config) -> None:
     """Without `--hypothesis-profile`, pytest runs what `make test` runs: 500+ derandomized
     examples and no example database (nothing written into the source tree)."""
-    from hypothesis import settings
-
     chosen = pytestconfig.getoption("hypothesis_profile", None)
     if chosen not in (None, "ci"):
         pytest.skip(f"--hypothesis-profile={chosen} was asked for")
