@@ -312,7 +312,9 @@ def test_item_9_legacy_function_rows_get_a_clear_answer(
     )
     code, _, err = run(capsys, "trim", path, "--max-turns", "3")
     one_line_error(code, err, "line 2")
-    assert "'function'" in err and "legacy" in err and "tool" in err
+    problem = err.split("field 'role': ", 1)[1]  # the path holds the test's name
+    assert problem.startswith("role 'function' is the legacy function-calling format")
+    assert "'tool' message" in problem
 
 
 # -------------------------------------------------------------- item 16, index once, budget
