@@ -8,12 +8,14 @@ import logging
 import math
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
+import histtrim.ledger
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.estimate import ToolSchema, estimate_history_tokens
 from histtrim.events import EventBus, HistoryTrimmed, InMemoryTransport, ObservedTrim
@@ -261,13 +263,24 @@ def busy_switching() -> Iterator[None]:
         sys.setswitchinterval(interval)
 
 
-def test_item_4_a_shared_ledger_survives_six_threads_trimming() -> None:
+def test_item_4_a_shared_ledger_survives_six_threads_trimming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pricing a row yields to the other threads (a sleep inside `message_cost`), so an
+    unlocked ledger interleaves its updates on every run, not only on unlucky ones."""
+    real = histtrim.ledger.message_cost
+
+    def slow_price(row: ChatMessage, *, current_turn: bool) -> int:
+        time.sleep(0.0001)
+        return real(row, current_turn=current_turn)
+
+    monkeypatch.setattr(histtrim.ledger, "message_cost", slow_price)
     ledger = TokenLedger([ChatMessage.system("sys")])
     errors: list[BaseException] = []
 
     def work(worker: int) -> None:
         try:
-            for n in range(150):
+            for n in range(60):
                 ledger.extend(
                     [ChatMessage.user(f"w{worker} q{n} " + "x" * 30), ChatMessage.assistant("ok")]
                 )
