@@ -63,7 +63,7 @@ def capacity_message(report: CapacityReport) -> str:
     if report.fixed >= report.window:
         return (
             f"system prompt and tool definitions ({report.fixed} tokens) alone meet or exceed "
-            f"the context budget ({report.window} tokens); raise max_context_tokens or disable "
+            f"the context window ({report.window} tokens); raise max_context_tokens or disable "
             "unused tools"
         )
     if report.capacity_known:

@@ -157,5 +157,5 @@ class AgentConfig(_Config):
         suffix = path.suffix.lower()
         if suffix not in (".toml", ".json"):
             raise ValueError(f"path: expected a .toml or .json file, got {path.name!r}")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not content
         return cls.loads(text, format="toml" if suffix == ".toml" else "json")

@@ -124,20 +124,48 @@ class ToolSchema(BaseModel):
     def coerce(cls, value: ToolSchema | Mapping[str, Any]) -> ToolSchema:
         if isinstance(value, ToolSchema):
             return value
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a tool schema or a mapping, got {type(value).__name__}")
         if value.get("type") == "function" and isinstance(value.get("function"), Mapping):
             value = value["function"]
         return cls.model_validate(value)
 
 
+def _texts_or_items(name: str, values: object) -> Iterable[Any]:
+    """An iterable of items; a bare `str` (or bytes, or a single mapping) is a mistake."""
+    if isinstance(values, str | bytes | Mapping):
+        raise ValueError(
+            f"{name}: expected an iterable of items, got a single {type(values).__name__}"
+        )
+    if not isinstance(values, Iterable):
+        raise ValueError(f"{name}: expected an iterable, got {type(values).__name__}")
+    return values
+
+
 def estimate_tool_schemas(schemas: Iterable[ToolSchema | Mapping[str, Any]]) -> int:
     """Per tool: `ceil(bytes(name + description + compact JSON parameters) / 4) + 4`."""
     total = 0
-    for schema in map(ToolSchema.coerce, schemas):
-        params = json.dumps(schema.parameters, separators=(",", ":"), ensure_ascii=False)
+    for i, value in enumerate(_texts_or_items("schemas", schemas)):
+        if not isinstance(value, ToolSchema | Mapping):
+            raise ValueError(
+                f"schemas[{i}]: expected a tool schema or a mapping, got {type(value).__name__}"
+            )
+        schema = ToolSchema.coerce(value)
+        try:
+            params = json.dumps(
+                schema.parameters, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
+        except (ValueError, TypeError, RecursionError) as error:
+            raise ValueError(f"schemas[{i}].parameters: not JSON: {error}") from None
         total += text_tokens(schema.name + schema.description + params) + FRAME_TOKENS
     return total
 
 
 def estimate_hooks(hooks: Iterable[str]) -> int:
     """Hook text injected into a request, priced as text."""
-    return sum(text_tokens(hook) for hook in hooks)
+    total = 0
+    for i, hook in enumerate(_texts_or_items("hooks", hooks)):
+        if not isinstance(hook, str):
+            raise ValueError(f"hooks[{i}]: expected a str, got {type(hook).__name__}")
+        total += text_tokens(hook)
+    return total

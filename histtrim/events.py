@@ -4,6 +4,7 @@ event subscribers, and client transports (in memory, or JSON Lines on a stream).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TextIO
@@ -35,8 +36,12 @@ class _Frozen(BaseModel):
 class HistoryTrimmed(_Frozen):
     """Older turns were dropped: how many rows, how many turns remain, and why.
 
-    `budget` is the token target the trim applied (for the turn limit: the effective
-    budget in force); the token figures are estimates of the provider-facing history."""
+    `budget` has one meaning whoever trims (the agent, the CLI, an adapter): the effective
+    token budget in force when the trim ran. For a token-budget trim it is the target the
+    trim applied (a reactive trim's is two thirds of the estimate, RUN-2); for a turn-limit
+    trim it is the budget configured beside the limit, and 0 when none is (`histtrim trim
+    --max-turns` alone) or proactive trimming is off. The token figures are estimates of the
+    provider-facing history."""
 
     type: Literal["history_trimmed"] = "history_trimmed"
     reason: TrimReason
@@ -101,8 +106,14 @@ class JsonLinesTransport:
         self.stream.flush()
 
 
+LOGGER = "histtrim.events"
+
+
 class EventBus:
-    """Fans each event out to every connected client transport and every observer."""
+    """Fans each event out to every connected client transport and every observer.
+
+    Each delivery is isolated (SEEN-3: every client gets the event): a transport or observer
+    that raises is logged on the `histtrim.events` logger and the others still receive it."""
 
     def __init__(
         self, transports: Iterable[ClientTransport] = (), observers: Iterable[Observer] = ()
@@ -123,8 +134,15 @@ class EventBus:
         observed = ObservedTrim(
             event=event, channel=channel, agent_alias=agent_alias, turn_id=turn_id
         )
-        for transport in self.transports:
-            transport.send(event)
-        for observer in self.observers:
-            observer(observed)
+        for transport in list(self.transports):
+            _deliver(transport.send, event, transport)
+        for observer in list(self.observers):
+            _deliver(observer, observed, observer)
         return observed
+
+
+def _deliver(send: Callable[[Any], object], payload: object, target: object) -> None:
+    try:
+        send(payload)
+    except Exception:
+        logging.getLogger(LOGGER).exception("histtrim: delivering an event to %r failed", target)

@@ -7,14 +7,33 @@ row opens a new turn, the previous turn's tool results and carriers lose their i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, overload
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from .estimate import message_cost, message_costs, plain_cost
 from .messages import ChatMessage, chat_rows
 from .trim import TrimResult, trim_to_recent_turns
 from .turns import crumb_slot, index_turns, is_system
-from .validation import integer_in, non_negative
+from .validation import flag, integer_in, non_negative
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+_Method = Callable[Concatenate["TokenLedger", P], T]
+
+
+def _locked(method: _Method[P, T]) -> _Method[P, T]:
+    """Run the method holding the ledger's lock: one reader or writer at a time."""
+
+    @wraps(method)
+    def run(self: TokenLedger, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 def _as_row(value: ChatMessage | Mapping[str, Any]) -> ChatMessage:
@@ -26,10 +45,14 @@ class TokenLedger(Sequence[ChatMessage]):
 
     A sequence of `ChatMessage`s (pass it to any trim). Appending k rows costs O(k),
     amortized; `needs_trim` is O(1). After a trim, `drop_oldest` advances it, or `rebuild`
-    starts it again from the kept rows."""
+    starts it again from the kept rows.
 
-    __slots__ = ("_costs", "_last_open", "_pending", "_prefix", "_priced", "_rows", "_total",
-                 "_turns")
+    Thread-safe: every method holds the ledger's (reentrant) lock, so a ledger shared by
+    several threads stays equal to the estimate of its rows; iterating walks a snapshot."""
+
+    __slots__ = ("_costs", "_last_open", "_lock", "_pending", "_prefix", "_priced", "_rows",
+                 "_total", "_turns")
+    _lock: threading.RLock
     _rows: list[ChatMessage]
     _costs: list[int]
     _total: int
@@ -44,6 +67,7 @@ class TokenLedger(Sequence[ChatMessage]):
     _priced: int
 
     def __init__(self, history: Iterable[ChatMessage | Mapping[str, Any]] = ()) -> None:
+        self._lock = threading.RLock()
         self._priced = 0
         self.rebuild(history)
 
@@ -52,7 +76,8 @@ class TokenLedger(Sequence[ChatMessage]):
     @property
     def total(self) -> int:
         """The estimate of every row, images included (EST-1..4)."""
-        return self._total
+        with self._lock:
+            return self._total
 
     @property
     def priced(self) -> int:
@@ -64,35 +89,42 @@ class TokenLedger(Sequence[ChatMessage]):
         """The length of the leading system block (where the breadcrumb goes)."""
         return self._prefix
 
+    @_locked
     def turn_count(self, *, crumb_present: bool = False) -> int:
         """`index_turns(rows, crumb_present=...).turn_count`, without a pass over the rows."""
         self._check_crumb(crumb_present)
         return self._turns - crumb_present
 
+    @_locked
     def needs_trim(self, budget_tokens: int, *, crumb_present: bool = False) -> bool:
         """Whether `trim_to_recent_turns(rows, budget_tokens)` would drop a turn: a positive
         budget is exceeded and more than one turn is left. O(1)."""
         budget = non_negative("budget_tokens", budget_tokens)
         return 0 < budget < self._total and self.turn_count(crumb_present=crumb_present) > 1
 
+    @_locked
     def __len__(self) -> int:
         return len(self._rows)
 
     def __iter__(self) -> Iterator[ChatMessage]:
-        return iter(self._rows)
+        with self._lock:
+            return iter(list(self._rows))
 
     @overload
     def __getitem__(self, index: int) -> ChatMessage: ...
     @overload
     def __getitem__(self, index: slice) -> list[ChatMessage]: ...
+    @_locked
     def __getitem__(self, index: int | slice) -> ChatMessage | list[ChatMessage]:
         return self._rows[index]
 
+    @_locked
     def __repr__(self) -> str:
         return f"TokenLedger(rows={len(self._rows)}, total={self._total})"
 
     # ------------------------------------------------------------------ growing
 
+    @_locked
     def append(self, row: ChatMessage | Mapping[str, Any]) -> int:
         """Add a row at the end and return its price; a real user row reprices the turn
         it closes (EST-2). Amortized O(1)."""
@@ -115,11 +147,13 @@ class TokenLedger(Sequence[ChatMessage]):
         self._priced += 1
         return cost
 
+    @_locked
     def extend(self, rows: Iterable[ChatMessage | Mapping[str, Any]]) -> None:
         """Append every row, in order: O(len(rows)), amortized."""
         for row in rows:
             self.append(row)
 
+    @_locked
     def insert(self, index: int, row: ChatMessage | Mapping[str, Any]) -> None:
         """Insert a row before position `index` (e.g. the breadcrumb after the system rows)."""
         row = _as_row(row)
@@ -156,6 +190,7 @@ class TokenLedger(Sequence[ChatMessage]):
 
     # ------------------------------------------------------------------ shrinking
 
+    @_locked
     def drop(self, start: int, stop: int) -> None:
         """Remove rows `start:stop`. Python work O(stop - start), unless the newest real user
         row goes too: then the rows after the new last one are repriced."""
@@ -183,6 +218,7 @@ class TokenLedger(Sequence[ChatMessage]):
                 prefix += 1
             self._prefix = prefix
 
+    @_locked
     def drop_oldest(self, count: int, *, crumb_present: bool = False) -> None:
         """Drop the `count` oldest rows after the system block and the breadcrumb: what a
         whole-turn trim removed (`result.dropped_messages`)."""
@@ -191,6 +227,7 @@ class TokenLedger(Sequence[ChatMessage]):
         integer_in("count", count, 0, len(self) - body)
         self.drop(body, body + count)
 
+    @_locked
     def trim(self, budget_tokens: int, *, crumb_present: bool = False) -> TrimResult:
         """`trim_to_recent_turns` on these rows, then drop what it dropped (KEEP-1).
 
@@ -200,6 +237,7 @@ class TokenLedger(Sequence[ChatMessage]):
             self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
         return result
 
+    @_locked
     def rebuild(self, history: Iterable[ChatMessage | Mapping[str, Any]]) -> None:
         """Start again from `history` (e.g. the rows a trim kept): one pass, O(len)."""
         rows = list(chat_rows(history))
@@ -216,7 +254,7 @@ class TokenLedger(Sequence[ChatMessage]):
     # ------------------------------------------------------------------ internals
 
     def _check_crumb(self, crumb_present: bool) -> None:
-        if crumb_present:
+        if flag("crumb_present", crumb_present):
             crumb_slot(self._rows, self._prefix)
 
     def _special_rows(self) -> list[int]:

@@ -100,6 +100,26 @@ class ChatMessage(_Frozen):
     kind: Literal["chat"] = "chat"
     role: Role
     content: StrictStr
+    extras: StrictStr | None = Field(default=None, exclude_if=lambda value: value is None)
+    """What a foreign format says that the row cannot (e.g. an OpenAI message's `name`), as
+    the compact JSON text of an object keyed by adapter. Kept beside `content`, so no text
+    can forge it; never read by the estimate or the turn rules; left out of dumps when unset."""
+
+    @field_validator("extras")
+    @classmethod
+    def _json_object(cls, extras: str | None) -> str | None:
+        if extras is not None:
+            try:
+                extras.encode("utf-8")
+                ok = isinstance(json.loads(extras), dict)
+            except (ValueError, RecursionError):
+                ok = False
+            if not ok:
+                raise ValueError("extras must be the JSON text of an object")
+        return extras
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        return [(k, v) for k, v in super().__repr_args__() if k != "extras" or v is not None]
 
     @field_validator("content")
     @classmethod

@@ -51,6 +51,10 @@ class ContextOverflowError(Exception):
         self.request_tokens = request_tokens
 
 
+class ProviderError(RuntimeError):
+    """The provider answered with something that is not a `ProviderReply`."""
+
+
 class ScriptExhaustedError(RuntimeError):
     """A `ScriptedProvider` was called after its script ran out."""
 

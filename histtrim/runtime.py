@@ -1,142 +1,68 @@
 """The agent loop: where the trims run (RUN-1..3, LIMIT-1..2), how a drop becomes visible
-(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4), the safety nets (PAIR-2..4), and the
-legacy log-only path (SEEN-4)."""
+(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4) and the safety nets (PAIR-2..4).
+Tools live in `tools.py`, the dispatch log in `calls.py`, the legacy path (SEEN-4) in
+`legacy.py`; their names are re-exported here."""
 
 from __future__ import annotations
 
-import inspect
-import json
-import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from itertools import chain
-from typing import Any, Literal
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
+from pydantic import ValidationError
+
+from .agent_history import AgentHistory
+from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
 from .capacity import check_request
-from .carriers import to_chat_messages
-from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas
+from .estimate import ToolSchema, estimate_history_tokens
 from .events import EventBus, HistoryTrimmed, TrimReason
-from .ledger import TokenLedger
+from .legacy import (
+    FINAL_SUMMARY_PROMPT,
+    LEGACY_LOGGER,
+    LEGACY_TRIM_LOG,
+    LegacyRunResult,
+    legacy_run,
+)
 from .messages import (
     AssistantToolCalls,
     ChatMessage,
     ConversationMessage,
-    ToolCall,
-    ToolResultMessage,
     ToolResults,
-    chat_rows,
 )
 from .pairing import validate_tool_pairing
-from .providers import ContextOverflowError, Provider, ProviderReply
+from .providers import ContextOverflowError, Provider, ProviderError, ProviderReply
 from .route import ResolvedRuntime
-from .safety import SweepResult, cap_tool_result, sweep_orphans
+from .safety import SweepResult, sweep_orphans
+from .tools import Tool, _Toolbox
 from .trim import (
     TrimResult,
     insert_breadcrumb,
     trim_conversation_to_recent_turns,
-    trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
 
-LEGACY_LOGGER = "histtrim.legacy"
-LEGACY_TRIM_LOG = "trim_history: dropped oldest whole turns"
+__all__ = [
+    "FINAL_SUMMARY_PROMPT",
+    "LEGACY_LOGGER",
+    "LEGACY_TRIM_LOG",
+    "UNRECOVERABLE_OVERFLOW",
+    "Agent",
+    "CallKind",
+    "CallOutcome",
+    "LegacyRunResult",
+    "ProviderCall",
+    "Tool",
+    "TurnOutcome",
+    "UnrecoverableContextOverflow",
+    "legacy_run",
+]
+
 UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
-FINAL_SUMMARY_PROMPT = (
-    "The tool iteration limit was reached. Without calling tools, summarize what was done "
-    "and what remains."
-)
-"""A request-only system row appended to the final summary request; never recorded."""
 
 
 class UnrecoverableContextOverflow(RuntimeError):
     """The provider overflowed and no older turn is left to drop (RUN-2)."""
-
-
-@dataclass(frozen=True)
-class Tool:
-    """A plain Python callable the model may call; JSON arguments become keyword arguments."""
-
-    fn: Callable[..., object]
-    name: str
-    description: str = ""
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, fn: Callable[..., object] | Tool) -> Tool:
-        """A callable as a tool named after it, described by its docstring's first line."""
-        if isinstance(fn, Tool):
-            return fn
-        doc = inspect.getdoc(fn) or ""
-        return cls(fn, getattr(fn, "__name__", type(fn).__name__), doc.split("\n", 1)[0])
-
-    @property
-    def schema(self) -> ToolSchema:
-        return ToolSchema(
-            name=self.name, description=self.description, parameters=dict(self.parameters)
-        )
-
-
-class _Toolbox:
-    """Registered tools: their schemas, and each call run into a capped result (PAIR-3)."""
-
-    def __init__(self, tools: Iterable[Tool | Callable[..., object]]) -> None:
-        self.tools: dict[str, Tool] = {}
-        for tool in map(Tool.of, tools):
-            if tool.name in self.tools:
-                raise ValueError(f"tools: duplicate tool name {tool.name!r}")
-            self.tools[tool.name] = tool
-        self.schemas = tuple(tool.schema for tool in self.tools.values())
-        self.schema_tokens = estimate_tool_schemas(self.schemas)
-
-    def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
-        tool = self.tools.get(call.name)
-        output: object
-        if tool is None:
-            output = f"error: unknown tool {call.name!r}"
-        else:
-            try:
-                arguments = json.loads(call.arguments)
-                if not isinstance(arguments, dict):
-                    raise ValueError("arguments must be a JSON object")
-                output = tool.fn(**arguments)
-            except Exception as exc:  # a failing tool is reported to the model, not raised
-                output = f"error: {type(exc).__name__}: {exc}"
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
-        return ToolResultMessage(
-            tool_call_id=call.id, content=cap_tool_result(text, max_chars), tool_name=call.name
-        )
-
-
-CallKind = Literal["tool_loop", "final_summary"]
-CallOutcome = Literal["reply", "tool_calls", "overflow"]
-
-
-@dataclass(frozen=True)
-class ProviderCall:
-    """One dispatch, as the agent logged it: the estimated history (what the budget measures)
-    and request (plus tool schemas: what the capacity check measures) against the budget and
-    window, and the trims made since the previous dispatch."""
-
-    turn_id: int
-    iteration: int
-    kind: CallKind
-    history_tokens: int
-    tokens: int
-    budget: int
-    window: int
-    outcome: CallOutcome
-    trims: tuple[HistoryTrimmed, ...]
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    """What one `Agent.turn` did."""
-
-    turn_id: int
-    reply: str
-    calls: tuple[ProviderCall, ...]
-    events: tuple[HistoryTrimmed, ...]
-    hit_iteration_limit: bool
 
 
 class Agent:
@@ -149,7 +75,17 @@ class Agent:
     (or a restore) rebuilds the rows, in one pass.
 
     The breadcrumb lives in the structured history right after its system rows; whether it
-    is there is the agent's own flag (`crumb_present`), never inferred from text."""
+    is there is the agent's own flag (`crumb_present`), never inferred from text.
+
+    A turn is all or nothing: when an exception escapes `turn` (a provider error, a
+    non-reply, an interrupt), the history, ledger, breadcrumb flag, `turn_id`, `events` and
+    `calls` are exactly as before the call, and the exception carries a note saying so
+    (events already delivered to clients are not recalled). A tool's failure never escapes:
+    it becomes an error result for the model.
+
+    Threading contract: `turn`, `restore` and setting `system_prompt` may be called from any
+    thread; they hold the agent's lock, so turns run one at a time, each whole. Calling
+    `turn` from inside a turn (e.g. from a tool) raises `RuntimeError`."""
 
     def __init__(
         self,
@@ -162,23 +98,39 @@ class Agent:
         channel: str = "cli",
         alias: str = "agent",
     ) -> None:
+        if not callable(getattr(provider, "complete", None)):
+            raise TypeError(
+                "provider: expected an object with a complete(messages, tool_schemas) method, "
+                f"got {type(provider).__name__}"
+            )
+        if bus is not None and not isinstance(bus, EventBus):
+            raise TypeError(f"bus: expected an EventBus or None, got {type(bus).__name__}")
+        self._lock = threading.RLock()
+        self._turning = False
         self.provider = provider
         self.runtime = runtime
-        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
         self.toolbox = _Toolbox(tools)
         self.bus = bus if bus is not None else EventBus()
-        self.channel = channel
-        self.alias = alias
+        self.channel = _name("channel", channel)
+        self.alias = _name("alias", alias)
         self.turn_id = 0
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
-        self._history: list[ConversationMessage] = []
-        self._item_rows: list[tuple[ChatMessage, ...]] = []
-        """The provider-facing rows of each `_history` item, converted once."""
-        self._ledger = TokenLedger()
-        self._crumb = False
+        self._store = AgentHistory()
+        self._ledger = self._store.ledger
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
+
+    @property
+    def runtime(self) -> ResolvedRuntime:
+        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
+        return self._runtime
+
+    @runtime.setter
+    def runtime(self, runtime: ResolvedRuntime) -> None:
+        if not isinstance(runtime, ResolvedRuntime):
+            raise TypeError(f"runtime: expected a ResolvedRuntime, got {type(runtime).__name__}")
+        self._runtime = runtime
 
     @property
     def system_prompt(self) -> str | None:
@@ -187,18 +139,24 @@ class Agent:
     @system_prompt.setter
     def system_prompt(self, text: str | None) -> None:
         """The system row in front of every request; replacing it rebuilds the rows."""
-        self._system_prompt = text
-        self._head = () if text is None else (ChatMessage.system(text),)
-        self._replace(self._history)
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"system_prompt: expected a str or None, got {type(text).__name__}")
+        try:
+            head = () if text is None else (ChatMessage.system(text),)
+        except ValidationError as error:
+            raise ValueError(f"system_prompt: {error.errors()[0]['msg']}") from None
+        with self._lock:
+            self._system_prompt = text
+            self._store.set_head(head)
 
     @property
     def history(self) -> list[ConversationMessage]:
         """A copy of the structured history."""
-        return list(self._history)
+        return list(self._store.items)
 
     @property
     def crumb_present(self) -> bool:
-        return self._crumb
+        return self._store.crumb
 
     def working_history(self) -> list[ChatMessage]:
         """The provider-facing rows (a copy): the system prompt, then the structured history
@@ -216,16 +174,44 @@ class Agent:
         broken = [p for p in validate_tool_pairing(swept.history) if p.is_error]
         if broken:  # a provider would reject every request: refuse the session, state unchanged
             raise ValueError(f"history: tool pairing still broken after the sweep: {broken[0]}")
-        self._replace(list(swept.history))
-        self._crumb = crumb_present
+        with self._lock:
+            self._store.replace(list(swept.history))
+            self._store.crumb = crumb_present
         return swept
 
     def turn(self, text: str) -> TurnOutcome:
         """One user turn: record it, apply the turn limit, then run the tool loop with
-        proactive and reactive trimming and a capacity check before every dispatch."""
+        proactive and reactive trimming and a capacity check before every dispatch.
+
+        All or nothing: an exception that escapes leaves the agent as it was (see the class)."""
+        with self._lock, self._rollback_on_error():
+            return self._turn(text)
+
+    @contextmanager
+    def _rollback_on_error(self) -> Iterator[None]:
+        if self._turning:
+            raise RuntimeError("Agent.turn called from inside a turn of the same agent")
+        checkpoint = self._store.checkpoint()
+        saved = (self.turn_id, len(self.calls), len(self.events), self._pending)
+        self._turning = True
+        try:
+            yield
+        except BaseException as error:
+            self._store.rollback(checkpoint)
+            self.turn_id, calls, events, self._pending = saved
+            del self.calls[calls:], self.events[events:]
+            error.add_note(
+                f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
+                "ledger, turn_id, events and calls are as before the call"
+            )
+            raise
+        finally:
+            self._turning = False
+
+    def _turn(self, text: str) -> TurnOutcome:
         self.turn_id += 1
         first_call, first_event = len(self.calls), len(self.events)
-        self._record(ChatMessage.user(text))
+        self._store.record(ChatMessage.user(text))
         self._apply_turn_limit()
         limit = self.runtime.profile.max_tool_iterations
         toolbox = self.toolbox
@@ -250,7 +236,7 @@ class Agent:
         if reply is None:
             hit_limit = True
             reply = self._final_summary(limit + 1)
-        self._record(ChatMessage.assistant(reply))
+        self._store.record(ChatMessage.assistant(reply))
         return TurnOutcome(
             self.turn_id,
             reply,
@@ -259,29 +245,11 @@ class Agent:
             hit_limit,
         )
 
-    def _record(self, item: ConversationMessage) -> None:
-        """Append one item to the structured history and its rows to the ledger: O(its rows)."""
-        rows = tuple(to_chat_messages((item,)))
-        self._history.append(item)
-        self._item_rows.append(rows)
-        self._ledger.extend(rows)
-
-    def _replace(self, history: list[ConversationMessage]) -> None:
-        """A new structured history (a restore or a trim): items already recorded keep their
-        rows, and the ledger is rebuilt from the system prompt and those rows in one pass."""
-        known = {id(item): rows for item, rows in zip(self._history, self._item_rows, strict=True)}
-        item_rows: list[tuple[ChatMessage, ...]] = []
-        for item in history:
-            rows = known.get(id(item))
-            item_rows.append(tuple(to_chat_messages((item,))) if rows is None else rows)
-        self._history, self._item_rows = history, item_rows
-        self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
-
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.profile.max_tool_result_chars
-        self._record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
+        self._store.record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
-        self._record(ToolResults(results=results))
+        self._store.record(ToolResults(results=results))
 
     def _final_summary(self, iteration: int) -> str:
         """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4).
@@ -315,6 +283,11 @@ class Agent:
         except ContextOverflowError:
             self._log_call(iteration, kind, tokens, "overflow", trims)
             raise
+        if not isinstance(answer, ProviderReply):
+            raise ProviderError(
+                f"provider {type(self.provider).__name__} returned {type(answer).__name__}, "
+                "not a ProviderReply"
+            )
         self._log_call(
             iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
         )
@@ -347,14 +320,14 @@ class Agent:
 
         The ledger counts the turns (O(1)); only an excess runs the trim."""
         max_turns = self.runtime.profile.max_history_turns
-        if self._ledger.turn_count(crumb_present=self._crumb) <= max(max_turns, 1):
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
         result = trim_conversation_to_recent_turns(
-            self._history, max_turns, has_leading_breadcrumb=self._crumb
+            self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb
         )
         before = self._ledger.total
-        self._replace(insert_breadcrumb(result.history, crumb_present=False))
-        self._crumb = True
+        self._store.replace(insert_breadcrumb(result.history, crumb_present=False))
+        self._store.crumb = True
         self._emit(
             TrimReason.TURN_LIMIT,
             result.dropped_messages,
@@ -367,14 +340,14 @@ class Agent:
         """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
         check on the ledger; only a needed trim looks at the rows."""
         budget = self.runtime.effective_context_budget()
-        if self._ledger.needs_trim(budget, crumb_present=self._crumb):
+        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._token_trim(budget)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
         """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2).
 
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
-        if self._ledger.turn_count(crumb_present=self._crumb) <= 1:
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
         self._token_trim(self._ledger.total * 2 // 3)
 
@@ -383,20 +356,20 @@ class Agent:
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
         working = self._ledger
-        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._crumb)
+        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._store.crumb)
         if not result.trimmed:
             return
-        if not self._crumb:
+        if not self._store.crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
             result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
         before = working.total
         structured = trim_conversation_to_recent_turns(
-            self._history, result.kept_turns, has_leading_breadcrumb=self._crumb
+            self._store.items, result.kept_turns, has_leading_breadcrumb=self._store.crumb
         )
         if structured.dropped_turns != result.dropped_turns:
             raise AssertionError("the structured and working histories disagree about turns")
-        self._replace(insert_breadcrumb(structured.history, crumb_present=False))
-        self._crumb = True
+        self._store.replace(insert_breadcrumb(structured.history, crumb_present=False))
+        self._store.crumb = True
         self._emit(
             TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
         )
@@ -418,58 +391,14 @@ class Agent:
         self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
 
 
-@dataclass(frozen=True)
-class LegacyRunResult:
-    """What `legacy_run` returns: the new provider-facing history and the final reply."""
-
-    history: list[ChatMessage]
-    reply: str
-    provider_calls: int
-    dropped_messages: int
 
 
-def legacy_run(
-    provider: Provider,
-    history: Iterable[ChatMessage | Mapping[str, Any]],
-    text: str,
-    *,
-    runtime: ResolvedRuntime,
-    tools: Iterable[Tool | Callable[..., object]] = (),
-    logger: logging.Logger | None = None,
-) -> LegacyRunResult:
-    """The legacy `agent::run` path (SEEN-4): one turn on a provider-facing history with the
-    whole-turn count limit, reported only through `logging`: no breadcrumb, no event.
-
-    Requests are capacity-checked; a provider overflow propagates. The input is not changed."""
-    log = logger if logger is not None else logging.getLogger(LEGACY_LOGGER)
-    profile = runtime.profile
-    toolbox = _Toolbox(tools)
-    rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, profile.max_history_turns)
-    if trimmed.trimmed:
-        log.info(
-            "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
-            LEGACY_TRIM_LOG,
-            trimmed.dropped_turns,
-            trimmed.dropped_messages,
-            trimmed.kept_turns,
-            profile.max_history_turns,
-        )
-    rows = trimmed.history
-    calls = 0
-    for _ in range(profile.max_tool_iterations):
-        check_request(rows, runtime=runtime, tool_schemas=toolbox.schemas)
-        calls += 1
-        answer = provider.complete(rows, toolbox.schemas)
-        if not answer.tool_calls:
-            rows.append(ChatMessage.assistant(answer.text or ""))
-            return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
-        rows.append(ChatMessage.assistant_tool_calls(answer.text, answer.tool_calls))
-        for call in answer.tool_calls:
-            result = toolbox.run(call, profile.max_tool_result_chars)
-            rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
-    request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
-    check_request(request, runtime=runtime)
-    reply = provider.complete(request, ()).text or ""
-    rows.append(ChatMessage.assistant(reply))
-    return LegacyRunResult(rows, reply, calls + 1, trimmed.dropped_messages)
+def _name(field: str, value: object) -> str:
+    """A non-empty text naming where events come from (`channel`, `alias`)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{field}: expected a non-empty str, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{field}: not valid UTF-8 text") from None
+    return value

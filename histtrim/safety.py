@@ -26,18 +26,22 @@ DEFAULT_CHANNEL_CACHE_ROWS = 50
 
 
 def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS) -> str:
-    """Bound one tool result when it is recorded (PAIR-3): keep the first 2/3 and the last
-    1/3 of `max_chars` characters with a truncation marker between; 0 turns the cap off."""
-    non_negative("max_tool_result_chars", max_chars)
-    if max_chars == 0 or len(content) <= max_chars:
+    """Bound one tool result when it is recorded (PAIR-3); 0 turns the cap off.
+
+    An over-long result keeps its first 2/3 and last 1/3 of `max_chars` characters with the
+    marker `"\\n\\n[... N characters truncated ...]\\n\\n"` between, so it is at most
+    `max_chars` plus the marker (about 40 characters). A cap never lengthens a result: when
+    `max_chars` is smaller than the marker, or the marker would not make the result shorter,
+    the result is its first `max_chars` characters, without marker."""
+    limit = non_negative("max_tool_result_chars", max_chars)
+    if limit == 0 or len(content) <= limit:
         return content
-    head = max_chars * 2 // 3
-    tail = max_chars - head
-    cut = len(content) - max_chars
-    return (
-        f"{content[:head]}\n\n[... {cut} characters truncated ...]\n\n"
-        f"{content[len(content) - tail :]}"
-    )
+    cut = len(content) - limit
+    marker = f"\n\n[... {cut} characters truncated ...]\n\n"
+    if limit < len(marker) or limit + len(marker) >= len(content):
+        return content[:limit]
+    head = limit * 2 // 3
+    return f"{content[:head]}{marker}{content[len(content) - (limit - head) :]}"
 
 
 class ChannelSenderCache:

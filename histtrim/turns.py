@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
-from .messages import ChatMessage, Row, RowFacts
+from .messages import ChatMessage, Row, RowFacts, conversation_rows
+from .validation import flag
 
 
 def opens_turn(message: Row) -> bool:
@@ -85,13 +86,19 @@ def index_turns(
 
     `crumb_present` is the owner's flag: the row after the system prefix is the
     breadcrumb slot, whatever its text. It is never inferred from text either: without the
-    flag a row equal to the breadcrumb is an ordinary turn."""
+    flag a row equal to the breadcrumb is an ordinary turn. Dicts are validated like the
+    trims validate them."""
+    flag("crumb_present", crumb_present)
+    try:
+        facts = [row.facts for row in history]
+    except AttributeError:
+        history = conversation_rows(history)  # dicts (or bad rows): validated, errors name them
+        facts = [row.facts for row in history]
     prefix = leading_system_count(history)
     crumb: int | None = None
     if crumb_present:
         crumb_slot(history, prefix)
         crumb = prefix
-    facts = [row.facts for row in history]
     starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
     if crumb is not None and starts and starts[0] == crumb:
         starts = starts[1:]  # the slot opens no turn, whatever its text

@@ -112,7 +112,7 @@ def test_cap_2_system_prompt_and_tools_alone_use_the_design_wording() -> None:
             check_request(history, runtime=runtime(window), tool_schemas=[SEARCH])
         assert str(caught.value) == (
             f"system prompt and tool definitions ({fixed} tokens) alone meet or exceed the "
-            f"context budget ({window} tokens); raise max_context_tokens or disable unused tools"
+            f"context window ({window} tokens); raise max_context_tokens or disable unused tools"
         )
         assert caught.value.report.fixed == fixed
 

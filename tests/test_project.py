@@ -6,6 +6,9 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
+from hypothesis import settings
+
 from histtrim.specindex import rule_coverage
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,3 +163,14 @@ def test_sanitize_cfg_format() -> None:
     regexes = {r.removeprefix("regex: ") for r, _ in pairs}
     assert "0x[0-9a-fA-F]+" in regexes
     assert r"https://errors\.pydantic\.dev/[0-9.]+/" in regexes
+
+
+def test_plain_pytest_uses_the_ci_hypothesis_settings(pytestconfig: pytest.Config) -> None:
+    """Without `--hypothesis-profile`, pytest runs what `make test` runs: 500+ derandomized
+    examples and no example database (nothing written into the source tree)."""
+    chosen = pytestconfig.getoption("hypothesis_profile", None)
+    if chosen not in (None, "ci"):
+        pytest.skip(f"--hypothesis-profile={chosen} was asked for")
+    assert settings.default.max_examples >= 500
+    assert settings.default.derandomize is True
+    assert settings.default.database is None

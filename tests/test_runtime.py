@@ -336,14 +336,19 @@ def test_run_2_one_turn_left_is_unrecoverable() -> None:
 
 
 def test_run_2_retries_are_bounded_by_the_tool_iterations() -> None:
-    """RUN-2: each retry uses a tool iteration; with none left the overflow propagates."""
+    """RUN-2: each retry uses a tool iteration; with none left the overflow propagates, and
+    the turn is rolled back whole (the two reactive trims it made included)."""
     provider = ScriptedProvider([Overflow(), Overflow(), Overflow(), say("never")])
     bot = agent(provider, runtime(max_tool_iterations=3, max_context_tokens=0))
     bot.restore(past_turns(10))
+    before = bot.history
     with pytest.raises(ContextOverflowError):
         bot.turn("Again.")
     assert len(provider.requests) == 3
-    assert len(bot.events) == 2
+    assert len(provider.requests[0].messages) > len(provider.requests[1].messages)
+    assert len(provider.requests[1].messages) > len(provider.requests[2].messages)
+    assert bot.events == [] and bot.calls == [] and bot.turn_id == 0
+    assert bot.history == before
 
 
 # ------------------------------------------------------------------ RUN-3

@@ -3,7 +3,6 @@ PAIR-1..4, LIMIT-1..2, TURN-1): random profiles, windows, tools and provider scr
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 from collections.abc import Sequence
@@ -166,6 +165,11 @@ class Watch:
     oldest: int | None = None
     problems: list[str] = field(default_factory=list)
     events: list[ObservedTrim] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    """Why each failed turn was entitled to fail."""
+    last_ok: bool = False
+    rolled_back: set[int] = field(default_factory=set)
+    """Provider requests of failed turns (their calls were rolled back with the turn)."""
 
     def check(self, ok: bool, what: str) -> None:
         if not ok:
@@ -201,13 +205,20 @@ class Watch:
             self.check(contents[leading_system_count(rows)] == BREADCRUMB, "breadcrumb slot")
 
     def on_dispatch(self, messages: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> None:
-        """CAP-2, PAIR-1, TURN-1: what the provider receives."""
+        """CAP-2, PAIR-1, TURN-1: what the provider receives; RUN-1: a needed proactive trim
+        happened before every dispatch, the final summary's included."""
         agent = self.agent
         assert agent is not None
         rows = list(messages)
         if rows and rows[-1] == ChatMessage.system(FINAL_SUMMARY_PROMPT):
             self.check(not schemas, "final summary with tools")
             rows = rows[:-1]
+        budget = agent.runtime.effective_context_budget()
+        turns = index_turns(rows, crumb_present=agent.crumb_present).turn_count
+        self.check(
+            budget == 0 or estimate_history_tokens(rows) <= budget or turns <= 1,
+            "dispatched over the budget with an older turn left (no proactive trim)",
+        )
         self.check(rows == agent.working_history(), "request is not the structured history")
         self.check(pairing_problems(rows) == [], f"pairing: {pairing_problems(rows)}")
         self.check_crumb(rows, agent.crumb_present)
@@ -231,6 +242,35 @@ class WatchedProvider(ScriptedProvider):
         return super().complete(messages, tool_schemas)
 
 
+def turn_rows(rows: Sequence[ChatMessage]) -> int:
+    """Real user turns in a request (the breadcrumb row is not a turn)."""
+    return sum(row.facts.opens_turn and row.content != BREADCRUMB for row in rows)
+
+
+def check_warranted(
+    failure: Exception, provider: WatchedProvider, sent_before: int, bot: Agent
+) -> str | None:
+    """Why a failed turn was entitled to fail, or None when it was not."""
+    requests = provider.requests[sent_before:]
+    last = requests[-1] if requests else None
+    if isinstance(failure, ContextCapacityExceeded):
+        report = failure.report
+        ok = report.total > report.window == bot.runtime.context_window
+        return "capacity" if ok else None
+    if isinstance(failure, ScriptExhaustedError):
+        return "exhausted" if last is not None and last.outcome == "exhausted" else None
+    if isinstance(failure, UnrecoverableContextOverflow):
+        ok = last is not None and last.outcome == "overflow"
+        return "unrecoverable" if ok and turn_rows(last.messages) <= 1 else None
+    if isinstance(failure, ContextOverflowError):
+        # only the last tool iteration's overflow, or the final summary's, propagates
+        limit = bot.runtime.profile.max_tool_iterations
+        final = last is not None and last.messages[-1] == ChatMessage.system(FINAL_SUMMARY_PROMPT)
+        ok = last is not None and last.outcome == "overflow" and (final or len(requests) >= limit)
+        return "overflow" if ok else None
+    return None
+
+
 def run_session(session: Session) -> tuple[Watch, WatchedProvider, Agent]:
     watch = Watch()
     provider = WatchedProvider(watch, session.hidden_window)
@@ -246,12 +286,32 @@ def run_session(session: Session) -> tuple[Watch, WatchedProvider, Agent]:
     swept = bot.restore(past)
     assert past == session.past and swept.removed == ()
     watch.oldest = 0
-    first = len(session.past) // 4
-    for number, (size, steps) in enumerate(session.turns, start=first):
+    number = len(session.past) // 4  # the label of the next recorded turn
+    for size, steps in session.turns:
         provider.extend(steps)
-        with contextlib.suppress(EXPECTED_FAILURES):
+        before = (bot.history, bot.working_history(), bot.turn_id, list(bot.events),
+                  list(bot.calls), bot.crumb_present)
+        oldest, seen, sent = watch.oldest, len(watch.events), len(provider.requests)
+        try:
             bot.turn(f"u{number} " + "w" * size)
-        watch.check(oldest_turn(bot.history, bot.crumb_present) == watch.oldest, "silent drop")
+        except EXPECTED_FAILURES as failure:
+            why = check_warranted(failure, provider, sent, bot)
+            watch.check(why is not None, f"unwarranted {type(failure).__name__}: {failure}")
+            watch.failures.append(why or "unwarranted")
+            # all or nothing: the failed turn left the agent exactly as before
+            after = (bot.history, bot.working_history(), bot.turn_id, list(bot.events),
+                     list(bot.calls), bot.crumb_present)
+            watch.check(after == before, "a failed turn changed the agent")
+            watch.oldest = oldest
+            del watch.events[seen:]  # delivered, then rolled back with the turn
+            watch.rolled_back.update(range(sent, len(provider.requests)))
+            watch.last_ok = False
+        else:
+            number += 1
+            watch.last_ok = True
+            watch.check(
+                oldest_turn(bot.history, bot.crumb_present) == watch.oldest, "silent drop"
+            )
         watch.check_crumb(bot.history, bot.crumb_present)
     return watch, provider, bot
 
@@ -272,6 +332,9 @@ def test_scripted_sessions_keep_every_runtime_invariant(session: Session) -> Non
       both agree on the kept turns (the event's kept_turns included).
     - LIMIT-1, LIMIT-2: the whole-turn limit holds after every turn.
     - Nothing the caller passed in (the restored session) is mutated.
+    - A turn that fails was entitled to (a request over capacity, a script run out, an
+      overflow with no turn left or no iteration left) and changed nothing; before every
+      dispatch, a needed proactive trim happened (RUN-1).
     """
     watch, provider, bot = run_session(session)
     window = session.runtime.context_window
@@ -283,13 +346,17 @@ def test_scripted_sessions_keep_every_runtime_invariant(session: Session) -> Non
     assert [o.event for o in watch.events] == bot.events
     # RUN-1, CAP-2: the logged estimates (kept by the agent's ledger) are the estimates of
     # what was sent, tool schemas included.
-    sent = [r for r in provider.requests if r.outcome != "exhausted"]
+    sent = [
+        r for i, r in enumerate(provider.requests)
+        if r.outcome != "exhausted" and i not in watch.rolled_back
+    ]
     assert [(c.history_tokens, c.tokens) for c in bot.calls] == [
         (estimate_history_tokens(r.messages), r.estimated_tokens) for r in sent
     ]
     assert bot.crumb_present == bool(bot.events)
     limit = max(session.runtime.profile.max_history_turns, 1)
-    assert index_turns(bot.history, crumb_present=bot.crumb_present).turn_count <= limit
+    if watch.last_ok:  # a restored past is not trimmed until a turn completes
+        assert index_turns(bot.history, crumb_present=bot.crumb_present).turn_count <= limit
     for call in bot.calls:
         for event in call.trims:
             # CAP-1: a trim ends within its target unless only the newest turn is left

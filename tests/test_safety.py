@@ -290,7 +290,10 @@ def test_pair_1_sweep_is_a_no_op_on_consistent_histories(
 
 def test_pair_3_cap_keeps_head_and_tail_with_a_marker() -> None:
     """PAIR-3: an over-long result keeps its first 2/3 and last 1/3 of the limit."""
-    assert cap_tool_result("abcdefghij", 6) == "abcd\n\n[... 4 characters truncated ...]\n\nij"
+    assert cap_tool_result("a" * 60 + "b" * 60, 60) == (
+        "a" * 40 + "\n\n[... 60 characters truncated ...]\n\n" + "b" * 20
+    )
+    assert cap_tool_result("abcdefghij", 6) == "abcdef"  # a cap below the marker: a plain cut
     assert cap_tool_result("abcdef", 6) == "abcdef"
     assert cap_tool_result("x" * 100_000, 0) == "x" * 100_000
     assert len(cap_tool_result("y" * 60_000)) == 50_000 + len(
@@ -307,15 +310,20 @@ def test_cap_rejects_bad_limits() -> None:
 
 @given(st.text(max_size=300), st.integers(0, 120))
 def test_pair_3_cap_bounds_one_result(content: str, limit: int) -> None:
-    """PAIR-3: the cap bounds a single result; below the limit (or with 0) it is untouched."""
+    """PAIR-3: the cap bounds a single result; below the limit (or with 0) it is untouched; it
+    never lengthens a result, and a cap below the marker's length is a plain cut."""
     capped = cap_tool_result(content, limit)
     if limit == 0 or len(content) <= limit:
         assert capped == content
         return
     head = limit * 2 // 3
     marker = f"\n\n[... {len(content) - limit} characters truncated ...]\n\n"
-    assert capped == content[:head] + marker + content[len(content) - (limit - head) :]
-    assert len(capped) == limit + len(marker)
+    marked = content[:head] + marker + content[len(content) - (limit - head) :]
+    if limit >= len(marker) and len(marked) < len(content):
+        assert capped == marked
+    else:
+        assert capped == content[:limit]
+    assert len(capped) < len(content)
 
 
 # -------------------------------------------------------------------- channel sender cache

@@ -70,8 +70,9 @@ def trim_records(
 
     When turns are dropped and no breadcrumb is present yet, a copy of `breadcrumb_record`
     (if given) goes after the leading system records (SEEN-1), and a token trim counts it
-    toward the budget; the event (SEEN-2) names the limit; `budget_in_force` is the budget it
-    reports for a turn-limit trim."""
+    toward the budget; the event (SEEN-2) names the limit. `budget_in_force` is the effective
+    token budget configured beside the turn limit (0 when none), which a turn-limit event
+    reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere."""
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if (budget_tokens is None) == (max_turns is None):

@@ -1,16 +1,16 @@
 """OpenAI chat-completions messages <-> histtrim provider-facing rows, and whole-turn trims
 that take and return OpenAI dicts.
 
-One message is one row, so turns, estimates and trims are the library's own. The usual
-shapes map to the rows the runtime itself keeps: image parts become `[IMAGE:url]` markers
-in a user row (priced as images, EST-2), `tool_calls` the native tool-call envelope and a
-`tool` message the tool-result envelope. Whatever such a row cannot say (a `name`, an image
-`detail`, `refusal`, adjacent text parts, any other key) rides along under an `"openai"`
-key, so `to_openai(from_openai(messages)) == messages` for every message (compared as JSON):
-- user/system rows become `{"openai": <the message>}` with image URLs written as markers;
-- assistant/tool rows keep their envelope and add `"openai": {"set": {...}, "unset": [...]}`,
-  the keys that differ from what the envelope alone converts back to.
-`from_openai` checks every row it makes converts back exactly, or raises.
+One message is one row, so turns, estimates and trims are the library's own. Every message
+maps to the row the runtime itself keeps: its text (image parts as `[IMAGE:url]` markers in a
+user row, priced as images, EST-2), `tool_calls` the native tool-call envelope and a `tool`
+message the tool-result envelope. Whatever that row cannot say (a `name`, an image `detail`,
+`refusal`, parts, any other key) is a patch in the row's `extras`, never in its text:
+`{"openai": {"set": {...}, "unset": [...]}}`, the keys that differ from what the row alone
+converts back to. So `to_openai(from_openai(messages)) == messages` (compared as JSON), and
+no text (model output, a pasted message) can change a row's role or become another message;
+turn boundaries and prices never depend on the extras. `from_openai` checks every row it
+makes converts back exactly, or raises.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..carriers import (
     IMAGE_MARKER,
-    json_object,
     marker_image,
     parse_tool_calls,
     parse_tool_result,
@@ -69,8 +70,8 @@ def to_openai(history: Iterable[ChatMessage | Mapping[str, Any]]) -> list[OpenAI
     """Chat-completions messages for provider-facing rows (new dicts, one per row).
 
     A `tool` row must be a tool-result envelope without attachments: the format has no place
-    for tool images or for a result without its call id. A row whose text is itself an
-    adapter envelope (a JSON object with an `"openai"` key) converts to what it carries."""
+    for tool images or for a result without its call id. A row's text is only ever its text:
+    what the message says besides comes from the row's `extras`."""
     out: list[OpenAIMessage] = []
     for i, row in enumerate(chat_rows(history)):
         try:
@@ -115,10 +116,19 @@ def trim_openai(
 def _to_row(index: int, message: Mapping[str, Any]) -> ChatMessage:
     _check(index, message)
     original = dict(message)
-    plain = _plain_row(original)
-    if plain is not None and _converts_back(plain, original):
-        return plain
-    row = _envelope_row(index, original)
+    try:
+        row = _plain_row(original)
+        try:
+            patch = _patch(_plain_message(row), original)
+            extras = None if not patch else _dumps({ENVELOPE_KEY: patch})
+        except (TypeError, ValueError, RecursionError) as error:
+            raise OpenAIFormatError(index, "", f"not JSON-serializable: {error}") from None
+        if extras is not None:
+            row = row.model_copy(update={"extras": extras})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise OpenAIFormatError(index, field, first["msg"]) from None
     if not _converts_back(row, original):
         raise OpenAIFormatError(
             index, "", "cannot be carried losslessly: keys must be strings and values JSON"
@@ -135,6 +145,12 @@ def _check(index: int, message: object) -> None:
     if not isinstance(message, Mapping):
         raise fail("", f"expected an object, got {type(message).__name__}")
     role = message.get("role")
+    if role == "function":
+        raise fail(
+            "role",
+            "role 'function' is the legacy function-calling format, which histtrim does not "
+            "read: convert it to a 'tool' message answering a tool call (tool_call_id)",
+        )
     if role not in ROLES:
         raise fail("role", f"expected one of {', '.join(ROLES)}; got {role!r}")
     if role != "assistant" and "content" not in message:
@@ -217,53 +233,36 @@ def _calls(message: Mapping[str, Any]) -> list[ToolCall] | None:
     ]
 
 
-def _plain_row(message: Mapping[str, Any]) -> ChatMessage | None:
-    """The row the runtime itself would keep, or None when the message has no such row."""
+def _text(content: object, *, images: bool) -> str:
+    """A message's text as the row keeps it: text parts joined, image parts as markers in a
+    user row (priced as images); parts of any other type have no text."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    pieces: list[str] = []
+    for part in content:
+        if part["type"] == "text":
+            pieces.append(part["text"])
+        elif part["type"] == "image_url" and images:
+            pieces.append(_MARK_OPEN + part["image_url"]["url"] + _MARK_CLOSE)
+    return "".join(pieces)
+
+
+def _plain_row(message: Mapping[str, Any]) -> ChatMessage:
+    """The row the runtime itself would keep for this message (its text, never its keys)."""
     role, content = message["role"], message.get("content")
-    if role == "user" and isinstance(content, list):
-        pieces: list[str] = []
-        for part in content:
-            if part["type"] == "text":
-                pieces.append(part["text"])
-            elif part["type"] == "image_url":
-                pieces.append(_MARK_OPEN + part["image_url"]["url"] + _MARK_CLOSE)
-            else:
-                return None
-        return ChatMessage.user("".join(pieces))
-    text = content if isinstance(content, str) else None
     if role == "assistant":
         calls = _calls(message)
+        text = None if content is None else _text(content, images=False)
         if calls is not None:
             return ChatMessage.assistant_tool_calls(text, calls)
-        return None if text is None else ChatMessage.assistant(text)
-    if text is None:
-        return None
+        return ChatMessage.assistant(text or "")
     if role == "tool":
-        return ChatMessage.tool_result(message["tool_call_id"], text)
-    return ChatMessage(role="user" if role == "user" else "system", content=text)
-
-
-def _envelope_row(index: int, message: OpenAIMessage) -> ChatMessage:
-    role = message["role"]
-    try:
-        if role in ("system", "developer", "user"):
-            body: dict[str, Any] = {ENVELOPE_KEY: _mark_images(message)}
-            return ChatMessage(role="user" if role == "user" else "system", content=_dumps(body))
-        content = message.get("content")
-        text = content if isinstance(content, str) else None
-        if role == "assistant":
-            calls = _calls(message)
-            body = {"content": text}
-            if calls is not None:
-                body["tool_calls"] = [call.model_dump() for call in calls]
-            base = _assistant_message(text, calls)
-        else:
-            body = {"tool_call_id": message["tool_call_id"], "content": text or ""}
-            base = _tool_message(message["tool_call_id"], text or "")
-        body[ENVELOPE_KEY] = _patch(base, message)
-        return ChatMessage(role=role, content=_dumps(body))
-    except (TypeError, ValueError) as error:
-        raise OpenAIFormatError(index, "", f"not JSON-serializable: {error}") from None
+        return ChatMessage.tool_result(message["tool_call_id"], _text(content, images=False))
+    if role == "user":
+        return ChatMessage.user(_text(content, images=True))
+    return ChatMessage.system(_text(content, images=False))
 
 
 def _patch(base: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, Any]:
@@ -277,71 +276,60 @@ def _patch(base: Mapping[str, Any], message: Mapping[str, Any]) -> dict[str, Any
     return patch
 
 
-def _mark_images(message: Mapping[str, Any]) -> OpenAIMessage:
-    """The message with every image URL written as an `[IMAGE:url]` marker (priced as images)."""
-    return _map_image_urls(message, lambda url: _MARK_OPEN + url + _MARK_CLOSE)
-
-
-def _unmark_images(message: Mapping[str, Any]) -> OpenAIMessage:
-    def unmark(url: str) -> str:
-        if url.startswith(_MARK_OPEN) and url.endswith(_MARK_CLOSE):
-            return url[len(_MARK_OPEN) : -len(_MARK_CLOSE)]
-        return url
-
-    return _map_image_urls(message, unmark)
-
-
-def _map_image_urls(message: Mapping[str, Any], change: Callable[[str], str]) -> OpenAIMessage:
-    out = dict(message)
-    content = out.get("content")
-    if isinstance(content, list):
-        out["content"] = [_map_part_url(part, change) for part in content]
-    return out
-
-
-def _map_part_url(part: object, change: Callable[[str], str]) -> object:
-    if not isinstance(part, Mapping) or part.get("type") != "image_url":
-        return part
-    image = part.get("image_url")
-    if not isinstance(image, Mapping) or not isinstance(image.get("url"), str):
-        return part
-    return {**part, "image_url": {**image, "url": change(image["url"])}}
-
-
 # -- rows -> messages --------------------------------------------------------------------
+
+_ROLE_CHANGES = {("system", "developer")}
+"""The only role a patch may give a row: a system row may be a `developer` message."""
 
 
 def _to_message(row: ChatMessage) -> OpenAIMessage:
-    body = json_object(row.content)
-    if row.role in ("system", "user"):
-        wrapped = _wrapped_message(row.role, body)
-        if wrapped is not None:
-            return wrapped
-        if row.role == "system":
-            return {"role": "system", "content": row.content}
+    message = _plain_message(row)
+    patch = _extras_patch(row)
+    if patch:
+        for key in patch.get("unset", []):
+            message.pop(key, None)
+        changes = patch.get("set", {})
+        role = changes.get("role", row.role)
+        if role != row.role and (row.role, role) not in _ROLE_CHANGES:
+            raise ValueError(f"extras cannot make a {row.role} row a {role!r} message")
+        message.update(changes)
+    return message
+
+
+def _plain_message(row: ChatMessage) -> OpenAIMessage:
+    """What a row converts back to from its text alone."""
+    if row.role == "system":
+        return {"role": "system", "content": row.content}
+    if row.role == "user":
         return {"role": "user", "content": _user_content(row.content)}
-    patched = body is not None and _is_patched(row, body)
     if row.role == "assistant":
         parsed = parse_tool_calls(row)
         if parsed is not None:
-            message = _assistant_message(parsed.text, parsed.calls)
-        elif patched and body is not None:
-            message = _assistant_message(body.get("content"), None)
-        else:
-            return {"role": "assistant", "content": row.content}
-    else:
-        result = parse_tool_result(row)
-        if result is None:
-            raise ValueError("a tool row must be a tool-result envelope with its tool_call_id")
-        if result.attachments is not None:
-            raise ValueError("tool-result attachments have no chat-completions equivalent")
-        message = _tool_message(result.tool_call_id, result.content)
-    if patched and body is not None:
-        patch = body[ENVELOPE_KEY]
-        for key in patch.get("unset", []):
-            message.pop(key, None)
-        message.update(patch.get("set", {}))
-    return message
+            return _assistant_message(parsed.text, parsed.calls)
+        return {"role": "assistant", "content": row.content}
+    result = parse_tool_result(row)
+    if result is None:
+        raise ValueError("a tool row must be a tool-result envelope with its tool_call_id")
+    if result.attachments is not None:
+        raise ValueError("tool-result attachments have no chat-completions equivalent")
+    return _tool_message(result.tool_call_id, result.content)
+
+
+def _extras_patch(row: ChatMessage) -> dict[str, Any] | None:
+    """The row's OpenAI patch, from its `extras` (never from its text)."""
+    if row.extras is None:
+        return None
+    patch = json.loads(row.extras).get(ENVELOPE_KEY)
+    if patch is None:
+        return None
+    if not isinstance(patch, dict) or not set(patch) <= {"set", "unset"}:
+        raise ValueError("extras: the 'openai' patch must be an object with 'set'/'unset'")
+    unset = patch.get("unset", [])
+    if not isinstance(patch.get("set", {}), dict) or not (
+        isinstance(unset, list) and all(isinstance(k, str) for k in unset)
+    ):
+        raise ValueError("extras: 'set' must be an object and 'unset' a list of keys")
+    return patch
 
 
 def _assistant_message(text: str | None, calls: Sequence[ToolCall] | None) -> OpenAIMessage:
@@ -357,36 +345,6 @@ def _assistant_message(text: str | None, calls: Sequence[ToolCall] | None) -> Op
 
 def _tool_message(tool_call_id: str, content: str) -> OpenAIMessage:
     return {"role": "tool", "tool_call_id": tool_call_id, "content": content}
-
-
-def _wrapped_message(role: str, body: dict[str, Any] | None) -> OpenAIMessage | None:
-    """The message a user/system envelope carries, or None when the row is plain text."""
-    if body is None or set(body) != {ENVELOPE_KEY} or not isinstance(body[ENVELOPE_KEY], dict):
-        return None
-    message = body[ENVELOPE_KEY]
-    allowed = ("user",) if role == "user" else ("system", "developer")
-    return _unmark_images(message) if message.get("role") in allowed else None
-
-
-def _is_patched(row: ChatMessage, body: Mapping[str, Any]) -> bool:
-    """An assistant/tool row that carries an `"openai"` patch in a well-formed envelope."""
-    patch = body.get(ENVELOPE_KEY)
-    if not isinstance(patch, dict) or not set(patch) <= {"set", "unset"}:
-        return False
-    if not isinstance(patch.get("set", {}), dict):
-        return False
-    unset = patch.get("unset", [])
-    if not isinstance(unset, list) or not all(isinstance(k, str) for k in unset):
-        return False
-    if row.role == "tool":
-        return set(body) == {"tool_call_id", "content", ENVELOPE_KEY} and (
-            parse_tool_result(row) is not None
-        )
-    if not set(body) <= {"content", "tool_calls", ENVELOPE_KEY}:
-        return False
-    if not isinstance(body.get("content"), str | None):
-        return False
-    return "tool_calls" not in body or parse_tool_calls(row) is not None
 
 
 def _user_content(text: str) -> str | list[dict[str, Any]]:
@@ -414,7 +372,7 @@ def _user_content(text: str) -> str | list[dict[str, Any]]:
 def _converts_back(row: ChatMessage, message: Mapping[str, Any]) -> bool:
     try:
         return _same(_to_message(row), message)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
@@ -422,7 +380,7 @@ def _same(a: object, b: object) -> bool:
     """Equal as JSON (so `1` and `True`, or `1` and `1.0`, differ)."""
     try:
         return _canonical_json(a) == _canonical_json(b)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from ..display import TurnStats, turn_stats
 from .errors import EXIT_OK
-from .sessions import check_crumb, read_session
+from .output import emit
+from .sessions import crumb_error, read_session
 
 
 def format_turn_table(stats: Sequence[TurnStats], lines: Sequence[int] | None = None) -> str:
@@ -44,7 +44,9 @@ def format_turn_table(stats: Sequence[TurnStats], lines: Sequence[int] | None = 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     session = read_session(args.session, args.format)
-    check_crumb(session, args.crumb_present)
-    stats = turn_stats(session.items, crumb_present=args.crumb_present)
-    sys.stdout.write(format_turn_table(stats, session.lines))
+    try:
+        stats = turn_stats(session.items, crumb_present=args.crumb_present)
+    except ValueError:
+        raise crumb_error(session) from None
+    emit(None, format_turn_table(stats, session.lines).encode("utf-8"))
     return EXIT_OK

@@ -3,8 +3,9 @@ numbers, so bad input can name its line."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+
+from .jsontext import DECODER
 
 
 def skip_space(text: str, pos: int) -> int:
@@ -16,7 +17,7 @@ def skip_space(text: str, pos: int) -> int:
 
 def array_offsets(text: str, pos: int) -> list[int]:
     """Start offsets of the elements of the (valid) JSON array whose `[` is at `pos`."""
-    decoder, offsets = json.JSONDecoder(), list[int]()
+    decoder, offsets = DECODER, list[int]()
     pos = skip_space(text, pos + 1)
     if text[pos] == "]":
         return offsets
@@ -31,7 +32,7 @@ def array_offsets(text: str, pos: int) -> list[int]:
 
 def messages_offset(text: str, pos: int) -> int:
     """Offset of the `messages` array of the (valid) JSON object whose `{` is at `pos`."""
-    decoder = json.JSONDecoder()
+    decoder = DECODER
     pos = skip_space(text, pos + 1)
     found = -1
     while text[pos] != "}":

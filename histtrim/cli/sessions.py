@@ -1,21 +1,21 @@
-"""Session files: read (JSON array, object with `messages`, or JSON Lines), detect the format,
-validate, and write back in the input's layout; bad input names its file, line and field."""
+"""Session files: read (JSON array, object with `messages`, or JSON Lines; `-` is stdin),
+detect the format, validate, and render back in the input's layout; bad input names its
+file, line and field."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..adapters.openai import OpenAIFormatError, from_openai
 from ..messages import ChatMessage, ConversationMessage
-from ..turns import index_turns, leading_system_count
+from ..turns import TurnIndex, index_turns, leading_system_count
 from .errors import InputError
+from .jsontext import BOM, check_value, decode, display_name, dumps, loads, read_bytes
 from .positions import array_offsets, line_numbers, messages_offset, skip_space
 
 Format = Literal["openai", "histtrim"]
@@ -38,6 +38,8 @@ class Session:
     """Provider-facing rows (OpenAI messages, or histtrim chat rows)."""
     items: list[ConversationMessage] = field(default_factory=list)
     """The history as validated (structured items included)."""
+    data: bytes = b""
+    """The file's bytes, written back unchanged when nothing is dropped."""
 
     def line_of(self, index: int) -> int | None:
         return self.lines[index] if 0 <= index < len(self.lines) else None
@@ -45,55 +47,58 @@ class Session:
 
 
 def read_session(path: str, format: Format | None = None) -> Session:
-    """Read a JSON array, a JSON object with `messages`, or JSON Lines, and validate it."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise InputError(path, f"cannot read: {error.strerror or error}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, "not UTF-8 text") from None
+    """Read a JSON array, a JSON object with `messages`, or JSON Lines, and validate it all:
+    records, formats and every value (nothing unwritable gets past here)."""
+    source = display_name(path)
+    data = read_bytes(path)
+    text = decode(source, data)
     start = skip_space(text, 0)
     document: Any = None
     if start < len(text) and text[start] in "[{":
         try:
-            document = json.loads(text)
-        except json.JSONDecodeError as error:
-            if text[start] == "[":
-                raise InputError(
-                    path, f"invalid JSON: {error.msg} (column {error.colno})", line=error.lineno
-                ) from None
+            document = loads(source, text)
+        except InputError:
+            if text[start] == "[" or not _is_jsonl(text):
+                raise
             # JSON Lines whose first record is an object: parsed line by line below.
     if isinstance(document, list):
-        session = Session(path, document, line_numbers(text, array_offsets(text, start)), "array")
+        lines = line_numbers(text, array_offsets(text, start))
+        session = Session(source, document, lines, "array")
     elif isinstance(document, dict) and "messages" in document:
         messages = document["messages"]
         if not isinstance(messages, list):
             line = line_numbers(text, [messages_offset(text, start)])[0]
-            raise InputError(path, "expected a list of messages", line=line, field="messages")
+            raise InputError(source, "expected a list of messages", line=line, field="messages")
         offsets = array_offsets(text, messages_offset(text, start))
-        session = Session(path, messages, line_numbers(text, offsets), "object", document)
+        session = Session(source, messages, line_numbers(text, offsets), "object", document)
+        rest = {key: value for key, value in document.items() if key != "messages"}
+        check_value(source, rest, line=None)
     else:
-        session = _read_jsonl(path, text)
+        session = _read_jsonl(source, text)
+    session.data = data
     for record, line in zip(session.records, session.lines, strict=True):
         if not isinstance(record, dict):
-            raise InputError(path, f"expected a JSON object, got {_json_type(record)}", line=line)
+            raise InputError(source, f"expected a JSON object, got {_json_type(record)}", line=line)
+        check_value(source, record, line=line)
     session.format = format or _detect_format(session)
     _validate(session)
     return session
 
 
+def _is_jsonl(text: str) -> bool:
+    """More than one non-blank line: worth reading as JSON Lines."""
+    return sum(1 for line in text.split("\n") if line.strip(" \t\r")) > 1
+
+
 def _read_jsonl(path: str, text: str) -> Session:
+    """JSON Lines: records split on "\\n" only (U+2028, U+2029 or U+0085 inside a record are
+    text, as JSON allows)."""
     records: list[Any] = []
     lines: list[int] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip(" \t\r"):
             continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError as error:
-            raise InputError(
-                path, f"invalid JSON: {error.msg} (column {error.colno})", line=number
-            ) from None
+        records.append(loads(path, line, line=number))
         lines.append(number)
     return Session(path, records, lines, "jsonl")
 
@@ -130,7 +135,16 @@ def _detect_format(session: Session) -> Format:
     return "histtrim" if histtrim_line is not None else "openai"
 
 
+LEGACY_FUNCTION = (
+    "role 'function' is the legacy function-calling format, which histtrim does not read: "
+    "convert it to a 'tool' message answering a tool call (tool_call_id)"
+)
+
+
 def _validate(session: Session) -> None:
+    for record, line in zip(session.records, session.lines, strict=True):
+        if record.get("role") == "function":
+            raise InputError(session.path, LEGACY_FUNCTION, line=line, field="role")
     if session.format == "openai":
         try:
             session.rows = from_openai(session.records)
@@ -157,39 +171,43 @@ def _validate(session: Session) -> None:
         session.rows = [item for item in items if isinstance(item, ChatMessage)]
 
 
-def render(session: Session, records: Sequence[Any]) -> str:
-    """The records as text in the session's own layout (array, object or JSON Lines)."""
+def render(session: Session, records: Sequence[Any]) -> bytes:
+    """The records as standard JSON in the session's own layout (array, object or JSON
+    Lines), with the input's byte order mark if it had one."""
     if session.layout == "jsonl":
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    document: Any = list(records)
-    if session.layout == "object":
-        document = {**(session.wrapper or {}), "messages": document}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        text = "".join(dumps(r, _compact) + "\n" for r in records)
+    else:
+        document: Any = list(records)
+        if session.layout == "object":
+            document = {**(session.wrapper or {}), "messages": document}
+        text = dumps(document, _indented) + "\n"
+    bom = BOM if session.data.startswith(BOM) else b""
+    return bom + text.encode("utf-8")
 
 
-def write(output: str | None, text: str) -> None:
-    """Write to the `output` file, or stdout when it is None or `-`."""
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        return
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+def _indented(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def crumb_error(session: Session) -> InputError:
+    """--crumb-present without the breadcrumb right after the leading system rows."""
+    slot = leading_system_count(session.items)
+    return InputError(
+        session.path,
+        "--crumb-present: expected a user message (the breadcrumb slot) right after the "
+        "leading system messages",
+        line=session.line_of(slot),
+        field="content" if slot < len(session.items) else None,
+    )
+
+
+def index_session(session: Session, rows: Sequence[Any], crumb_present: bool) -> TurnIndex:
+    """The one turn index of a request (the crumb flag checked on the way)."""
     try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise InputError(output, f"cannot write: {error.strerror or error}") from None
-
-
-def check_crumb(session: Session, crumb_present: bool) -> None:
-    """With --crumb-present, the breadcrumb must sit right after the leading system rows."""
-    if not crumb_present:
-        return
-    try:
-        index_turns(session.items, crumb_present=True)
+        return index_turns(rows, crumb_present=crumb_present)
     except ValueError:
-        slot = leading_system_count(session.items)
-        raise InputError(
-            session.path,
-            "--crumb-present: expected a user message (the breadcrumb slot) right after the "
-            "leading system messages",
-            line=session.line_of(slot),
-            field="content" if slot < len(session.items) else None,
-        ) from None
+        raise crumb_error(session) from None

@@ -1,25 +1,34 @@
 """`histtrim trim`: drop the oldest whole turns of a session file, write it back in its own
-format, and report each HistoryTrimmed event and a summary on stderr."""
+format, and report each HistoryTrimmed event and a summary on stderr.
+
+A request indexes the session's turns once: the turn limit and the token budget are both
+planned on that one `TurnIndex` (and its row costs), in the runtime's order."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
-from ..adapters import trim_records
 from ..adapters.openai import openai_breadcrumb
 from ..carriers import to_chat_messages
-from ..estimate import estimate_history_tokens
+from ..estimate import estimate_history_tokens, message_costs, plain_cost
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import BREADCRUMB, ChatMessage
 from ..route import ResolvedRuntime
-from ..trim import insert_breadcrumb, trim_conversation_to_recent_turns
-from ..turns import index_turns
+from ..trim import (
+    breadcrumb_message,
+    first_turn_within,
+    insert_breadcrumb,
+    trim_conversation_to_recent_turns,
+)
+from ..turns import TurnIndex
 from .errors import EXIT_OK, InputError
 from .explain import load_route
-from .sessions import Session, check_crumb, read_session, render, write
+from .output import emit
+from .sessions import Session, index_session, read_session, render
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,18 @@ class _Limits:
         return ", ".join(parts)
 
 
+@dataclass
+class _Outcome:
+    """What a trim did: the records to write (None: the input, unchanged) and its figures."""
+
+    turns_before: int
+    tokens_before: int
+    turns: int
+    tokens: int
+    records: list[Any] | None = None
+    events: list[HistoryTrimmed] = field(default_factory=list)
+
+
 def _limits(args: argparse.Namespace) -> _Limits:
     if args.config is None:
         return _Limits(args.max_turns, args.budget)
@@ -59,35 +80,54 @@ def _crumb_record(session: Session) -> dict[str, Any]:
 
 def _trim_rows(
     session: Session, rows: list[ChatMessage], limits: _Limits, crumb: bool
-) -> tuple[list[Any], list[HistoryTrimmed], int, int]:
-    records: list[Any] = list(session.records)
-    events: list[HistoryTrimmed] = []
-    steps: list[tuple[int | None, int | None]] = []  # (max_turns, budget_tokens)
-    if limits.max_turns is not None:
-        steps.append((limits.max_turns, None))
-    if limits.budget is not None:
-        steps.append((None, limits.budget))
-    turns = index_turns(rows, crumb_present=crumb).turn_count
-    for max_turns, budget_tokens in steps:
-        result = trim_records(
-            records,
-            rows,
-            max_turns=max_turns,
-            budget_tokens=budget_tokens,
-            crumb_present=crumb,
-            breadcrumb_record=_crumb_record(session),
-            budget_in_force=limits.budget or 0,
+) -> _Outcome:
+    """Both limits planned on one index: dropping the oldest turns never reprices the kept
+    rows (the current turn stays), so every figure is a sum of the input's row costs."""
+    index = index_session(session, rows, crumb)
+    costs = message_costs(rows, index)
+    sums = list(accumulate(costs, initial=0))
+    turns, body = index.turn_count, index.body_start
+    crumb_cost = 0 if crumb else plain_cost(breadcrumb_message())
+    added = False  # the breadcrumb goes in with the first drop (SEEN-1)
+
+    def size(first: int) -> int:
+        return sums[body] + added * crumb_cost + sums[-1] - sums[index.turn_start(first)]
+
+    outcome = _Outcome(turns, sums[-1], turns, sums[-1])
+    first = 0
+
+    def drop(to: int, reason: TrimReason, budget: int) -> None:
+        nonlocal first, added
+        before = size(first)
+        dropped = index.turn_start(to) - index.turn_start(first)
+        first, added = to, not crumb
+        outcome.events.append(
+            HistoryTrimmed(
+                reason=reason,
+                dropped_messages=dropped,
+                kept_turns=turns - first,
+                tokens_before=before,
+                tokens_after=size(first),
+                budget=budget,
+            )
         )
-        records, rows, crumb = result.records, result.rows, result.crumb_present
-        turns = result.result.kept_turns
-        if result.event is not None:
-            events.append(result.event)
-    return records, events, turns, estimate_history_tokens(rows)
+
+    if limits.max_turns is not None and turns - max(limits.max_turns, 1) > 0:
+        drop(turns - max(limits.max_turns, 1), TrimReason.TURN_LIMIT, limits.budget or 0)
+    budget = limits.budget or 0
+    if budget and size(first) > budget and turns - first > 1:
+        # the breadcrumb is sent too: it counts toward the budget (KEEP-1, CAP-1)
+        fits, _ = first_turn_within(index, costs, budget - (not crumb) * crumb_cost)
+        drop(max(fits, first), TrimReason.TOKEN_BUDGET, budget)
+    if outcome.events:
+        kept = session.records[index.turn_start(first) :]
+        crumb_rows = [_crumb_record(session)] if added else []
+        outcome.records = [*session.records[:body], *crumb_rows, *kept]
+    outcome.turns, outcome.tokens = turns - first, size(first)
+    return outcome
 
 
-def _trim_structured(
-    session: Session, limits: _Limits, crumb: bool
-) -> tuple[list[Any], list[HistoryTrimmed], int, int]:
+def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome:
     if limits.budget:
         first = next(i for i, item in enumerate(session.items) if item.kind != "chat")
         raise InputError(
@@ -98,55 +138,72 @@ def _trim_structured(
             field="kind",
         )
     items: list[Any] = list(session.items)
+    index: TurnIndex = index_session(session, items, crumb)
     before = estimate_history_tokens(to_chat_messages(items))
+    outcome = _Outcome(index.turn_count, before, index.turn_count, before)
     if limits.max_turns is None:
-        return session.records, [], index_turns(items, crumb_present=crumb).turn_count, before
+        return outcome
     result = trim_conversation_to_recent_turns(
         items, limits.max_turns, has_leading_breadcrumb=crumb
     )
     if not result.trimmed:
-        return session.records, [], result.kept_turns, before
+        return outcome
     # The structured trim drops the breadcrumb; as its owner, put it back (SEEN-1).
     kept = insert_breadcrumb(result.history, crumb_present=False)
     after = estimate_history_tokens(to_chat_messages(kept))
-    event = HistoryTrimmed(
-        reason=TrimReason.TURN_LIMIT,
-        dropped_messages=result.dropped_messages,
-        kept_turns=result.kept_turns,
-        tokens_before=before,
-        tokens_after=after,
-        budget=limits.budget or 0,
+    outcome.events.append(
+        HistoryTrimmed(
+            reason=TrimReason.TURN_LIMIT,
+            dropped_messages=result.dropped_messages,
+            kept_turns=result.kept_turns,
+            tokens_before=before,
+            tokens_after=after,
+            budget=limits.budget or 0,
+        )
     )
-    records = [item.model_dump(mode="json") for item in kept]
-    return records, [event], result.kept_turns, after
+    outcome.records = [item.model_dump(mode="json") for item in kept]
+    outcome.turns, outcome.tokens = result.kept_turns, after
+    return outcome
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
+def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
+    """The summary line on stderr, with CAP-1 named when the newest turn alone is over."""
+    if outcome.events:
+        dropped = sum(event.dropped_messages for event in outcome.events)
+        text = (
+            f"histtrim: trimmed {path}: {outcome.turns_before} -> {_count(outcome.turns, 'turn')}"
+            f", {outcome.tokens_before} -> {_count(outcome.tokens, 'token')}, "
+            f"{_count(dropped, 'message')} dropped"
+        )
+    else:
+        text = (
+            f"histtrim: nothing to trim in {path}: {_count(outcome.turns, 'turn')}, "
+            f"{_count(outcome.tokens, 'token')}"
+        )
+    budget = limits.budget or 0
+    if budget and outcome.tokens > budget and outcome.turns <= 1:
+        text += (
+            f"; the newest turn alone is over the budget of {_count(budget, 'token')} and is "
+            "kept whole (CAP-1)"
+        )
+    return f"{text} ({limits.describe()})"
 
 
 def cmd_trim(args: argparse.Namespace) -> int:
     session = read_session(args.session, args.format)
     limits = _limits(args)
-    check_crumb(session, args.crumb_present)
-    turns_before = index_turns(session.items, crumb_present=args.crumb_present).turn_count
     if session.rows is not None:
-        tokens_before = estimate_history_tokens(session.rows)
-        records, events, turns, tokens = _trim_rows(
-            session, session.rows, limits, args.crumb_present
-        )
+        outcome = _trim_rows(session, session.rows, limits, args.crumb_present)
     else:
-        tokens_before = estimate_history_tokens(to_chat_messages(session.items))
-        records, events, turns, tokens = _trim_structured(session, limits, args.crumb_present)
-    write(args.output, render(session, records))
-    for event in events:
+        outcome = _trim_structured(session, limits, args.crumb_present)
+    # Everything is validated and serialized before the first byte is written.
+    data = session.data if outcome.records is None else render(session, outcome.records)
+    emit(args.output, data)
+    for event in outcome.events:
         print(event.to_json(), file=sys.stderr)
-    dropped = sum(event.dropped_messages for event in events)
-    if events:
-        summary = (
-            f"histtrim: trimmed {session.path}: {turns_before} -> {turns} turns, "
-            f"{tokens_before} -> {tokens} tokens, {dropped} messages dropped"
-        )
-    else:
-        summary = (
-            f"histtrim: nothing to trim in {session.path}: {turns_before} turns, "
-            f"{tokens_before} tokens"
-        )
-    print(f"{summary} ({limits.describe()})", file=sys.stderr)
+    print(summary(session.path, outcome, limits), file=sys.stderr)
     return EXIT_OK

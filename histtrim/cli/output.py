@@ -1,0 +1,54 @@
+"""The one output path of every `histtrim` command: the bytes are complete before anything
+is written, and a file is replaced atomically (a temporary file in the same folder, flushed
+and fsynced, then `os.replace`); on any failure the original is untouched and the temporary
+removed. None or `-` is stdout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+from .errors import InputError
+from .jsontext import STDIN
+
+
+def emit(output: str | None, data: bytes) -> None:
+    """Write `data` (already serialized and validated) to `output`, or to stdout."""
+    if output is None or output == STDIN:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:  # a text-only stream (a notebook kernel's)
+            sys.stdout.write(data.decode("utf-8"))
+            return
+        sys.stdout.flush()
+        buffer.write(data)
+        buffer.flush()
+        return
+    try:
+        write_atomically(Path(output), data)
+    except OSError as error:
+        raise InputError(output, f"cannot write: {error.strerror or error}") from None
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step: readers see the old file or the new one."""
+    target = path.resolve() if path.is_symlink() else path
+    mode: int | None = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = stat.S_IMODE(target.stat().st_mode)
+    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
