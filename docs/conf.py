@@ -50,7 +50,13 @@ myst_substitutions = {
 default_role = "literal"
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
-autodoc_default_options = {"members": True, "show-inheritance": False}
+autodoc_default_options = {
+    "members": True,
+    "exclude-members": "model_config, model_fields, model_computed_fields, model_post_init",
+}
+autodoc_inherit_docstrings = False  # no str/BaseModel docstrings on our names
+autodoc_typehints_format = "short"
+python_maximum_signature_line_length = 88
 autodoc_preserve_defaults = True
 autosummary_generate = False
 napoleon_google_docstring = True

@@ -17,6 +17,7 @@ import datetime as dt
 import importlib
 import inspect
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -131,33 +132,46 @@ def _public_sources() -> dict[str, str]:
     return found
 
 
+def _rst_heading(text: str, underline: str) -> list[str]:
+    return [text, underline * len(text), ""]
+
+
 def api_page() -> str:
-    """The API reference: every name of `histtrim.__all__`, grouped by module, plus the public
-    submodules that are not re-exported."""
+    """The API reference (reStructuredText, autodoc's own language): every name of
+    `histtrim.__all__`, grouped by the module that defines it, then the public submodules
+    that are not re-exported."""
     import histtrim  # noqa: PLC0415
 
     sources = _public_sources()
     modules = list(dict.fromkeys([*LAYERS, *sources.values()]))
-    out = ["# API reference", "",
-           "Generated from the docstrings. Everything below is importable from `histtrim` "
-           "directly (`from histtrim import trim_to_recent_turns`); the sections follow the "
-           "modules that define the names, lower layers first. The last sections are the "
-           "public submodules used by the notebooks.", ""]
+    out = [*_rst_heading("API reference", "="),
+           "Generated from the docstrings. Everything in the first sections is importable from "
+           "``histtrim`` directly (``from histtrim import trim_to_recent_turns``); the sections "
+           "follow the modules that define the names, lower layers first. The last sections are "
+           "the public submodules used by the notebooks.", ""]
     for module in modules:
         names = [n for n in histtrim.__all__ if sources.get(n) == module]
         if not names:
             continue
         doc = inspect.getdoc(importlib.import_module(f"histtrim.{module}")) or ""
-        out += [f"## `histtrim.{module}`", "", doc.split("\n\n")[0].replace("\n", " "), ""]
+        out += [*_rst_heading(f"histtrim.{module}", "-"), _first_paragraph(doc), ""]
         for name in names:
             obj = getattr(histtrim, name)
-            kind = ("autoclass" if inspect.isclass(obj) else
-                    "autofunction" if callable(obj) else "autodata")
-            out += [f"```{{{kind}}} histtrim.{name}", *([":members:"] if kind == "autoclass"
-                    else []), "```", ""]
+            if inspect.isclass(obj):
+                out += [f".. autoclass:: histtrim.{name}", "   :members:", ""]
+            elif inspect.isfunction(obj):
+                out += [f".. autofunction:: histtrim.{name}", ""]
+            else:
+                out += [f".. autodata:: histtrim.{name}", ""]
     for module in SUBMODULES:
-        out += [f"## `{module}`", "", f"```{{automodule}} {module}", ":members:", "```", ""]
+        out += [*_rst_heading(module, "-"), f".. automodule:: {module}", "   :members:", ""]
     return "\n".join(out) + "\n"
+
+
+def _first_paragraph(doc: str) -> str:
+    """A module docstring's first paragraph, markdown code spans as reST literals."""
+    text = doc.split("\n\n")[0].replace("\n", " ")
+    return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
 
 
 def stage(src: Path) -> int:
@@ -172,7 +186,7 @@ def stage(src: Path) -> int:
         shutil.copy2(ROOT / "notebooks" / "spec" / name, src / "spec" / name)
     (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")
     (src / "spec" / "original.md").write_text(original_page(src), encoding="utf-8")
-    (src / "api.md").write_text(api_page(), encoding="utf-8")
+    (src / "api.rst").write_text(api_page(), encoding="utf-8")
     info = build_info(len(chapters))
     (src / "_build_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return len(chapters)
