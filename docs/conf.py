@@ -30,8 +30,9 @@ extensions = [
 ]
 
 root_doc = "index"
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "_build_info.json", "spec/*.txt", "spec/RULES.md"]
-suppress_warnings: list[str] = []
+exclude_patterns = [
+    "_build", "**.ipynb_checkpoints", "_build_info.json", "spec/*.txt", "spec/RULES.md",
+]
 
 # Notebooks: committed outputs only, never executed; errors in outputs are shown, not raised.
 nb_execution_mode = "off"

@@ -18,7 +18,7 @@ from .budget import (
 from .capacity import CapacityPlot, capacity_breakdown
 from .estimate import EstimatePlot, EstimateRow, estimate_rows, estimate_vs_bytes
 from .loop import CallTimeline, TimelineRow, call_timeline, timeline_rows, timeline_table
-from .tables import history_table, item_costs, print_block, row_summary, text_table
+from .tables import Table, history_table, item_costs, print_block, row_summary, text_table
 from .turns import TurnMap, TurnMapRow, kept_rows, turn_map, turn_map_rows
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "EstimateRow",
     "PruningPlot",
     "PruningRow",
+    "Table",
     "TimelineRow",
     "TurnMap",
     "TurnMapRow",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .tables import _fields_table
+from .tables import Table, _fields_table
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -29,7 +29,7 @@ class _Plot(Generic[R]):
     columns: ClassVar[tuple[str, ...]] = ()
     """The table's headers, one per field of a row."""
 
-    def table(self) -> str:
+    def table(self) -> Table:
         return _fields_table(self.columns, self.rows)
 
 

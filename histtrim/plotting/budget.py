@@ -16,7 +16,7 @@ from ..route import ResolvedRuntime, resolve_runtime
 from ..trim import TrimResult, trim_to_recent_turns
 from ..turns import index_turns
 from ._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
-from .tables import text_table
+from .tables import Table, text_table
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class BudgetGrid:
     grids: dict[str, list[list[int]]]
     """Panel title -> budgets, `grids[title][row][column]`."""
 
-    def table(self, panel: str) -> str:
+    def table(self, panel: str) -> Table:
         return text_table(
             ["max_context_tokens \\ ratio", *map(_ratio_label, self.ratios)],
             [

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..capacity import CapacityReport
-from .tables import text_table
+from .tables import Table, text_table
 
 
 @dataclass(frozen=True)
@@ -17,7 +17,7 @@ class CapacityPlot:
     figure: Figure
     reports: dict[str, CapacityReport]
 
-    def table(self) -> str:
+    def table(self) -> Table:
         return text_table(
             [
                 "request",

@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from ..runtime import ProviderCall
 from ._base import _DROPPED_COLOR, _FIXED_COLOR, _KEPT_COLOR, _label, _Plot
-from .tables import _fields_table
+from .tables import Table, _fields_table
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class CallTimeline(_Plot[TimelineRow]):
     columns = _TIMELINE_COLUMNS
 
 
-def timeline_table(rows: Sequence[TimelineRow]) -> str:
+def timeline_table(rows: Sequence[TimelineRow]) -> Table:
     """The timeline as text: history = what the budget measures, request = what the capacity
     check measures (history plus tool schemas), trims = those made before the call."""
     return _fields_table(_TIMELINE_COLUMNS, rows)
