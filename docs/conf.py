@@ -67,6 +67,7 @@ add_module_names = False
 html_theme = "sphinx_book_theme"
 html_title = "histtrim · the living spec"
 html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"
 html_css_files = ["site.css"]
 html_last_updated_fmt = None
 html_show_sourcelink = False
@@ -82,6 +83,7 @@ html_theme_options = {
     "collapse_navbar": False,
     "footer_content_items": [],
 }
+html_context = {"default_mode": "light"}
 html_sidebars = {"**": ["navbar-logo.html", "search-button-field.html", "sbt-sidebar-nav.html"]}
 
 # Deterministic output regardless of where the clone lives.

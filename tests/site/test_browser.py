@@ -71,6 +71,8 @@ def _open(browser: object, url: str, shot: str) -> tuple[object, list[str]]:
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("requestfailed", lambda r: errors.append(f"failed request {r.url}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400
+            else None)
     page.goto(url, wait_until="networkidle")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / shot), full_page=True)
