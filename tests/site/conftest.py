@@ -16,7 +16,8 @@ SITE = ROOT / "build" / "spec"
 def site() -> Path:
     """The site folder; `make test` builds it (with -W) just before these tests run."""
     if not (SITE / "index.html").exists():
-        spec = importlib.util.spec_from_file_location("build_site", ROOT / "tools" / "build_site.py")
+        builder = ROOT / "tools" / "build_site.py"
+        spec = importlib.util.spec_from_file_location("build_site", builder)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module

@@ -49,7 +49,7 @@ def base_url(site: Path) -> Iterator[str]:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib name)
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
