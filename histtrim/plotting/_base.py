@@ -15,9 +15,11 @@ if TYPE_CHECKING:
 
 R = TypeVar("R", bound="DataclassInstance")
 
-_FIXED_COLOR = "#9e9e9e"
-_KEPT_COLOR = "#2e7d32"
-_DROPPED_COLOR = "#c62828"
+# Okabe-Ito: distinguishable with every common colour-vision deficiency.
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
+_FIXED_COLOR = "#999999"
+_KEPT_COLOR = "#009E73"
+_DROPPED_COLOR = "#D55E00"
 
 
 @dataclass(frozen=True)

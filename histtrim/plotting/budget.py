@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from ..config import HistoryPruning, ProviderProfile, RuntimeProfile
 from ..estimate import message_costs
@@ -15,7 +16,7 @@ from ..messages import ChatMessage
 from ..route import ResolvedRuntime, resolve_runtime
 from ..trim import TrimResult, trim_to_recent_turns
 from ..turns import index_turns
-from ._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
+from ._base import _DROPPED_COLOR, _KEPT_COLOR, _PALETTE, _Plot
 from .tables import Table, text_table
 
 
@@ -260,15 +261,22 @@ def _with_pruning(runtime: ResolvedRuntime, pruning: HistoryPruning) -> Resolved
     return runtime.model_copy(update={"profile": profile})
 
 
+def _thousands(value: float, _position: object = None) -> str:
+    """A tick label in thousands: 0, 2.5k, 100k."""
+    return "0" if value == 0 else f"{value / 1000:g}k"
+
+
 def pruning_effect(
     runtimes: Mapping[str, ResolvedRuntime], max_tokens: Sequence[int], *, title: str
 ) -> PruningPlot:
     """For each resolved runtime, its budget with `history_pruning` enabled at each
     `max_tokens`, against the same runtime with pruning off (a dashed line)."""
     rows: list[PruningRow] = []
-    figure, axes = plt.subplots(figsize=(11, 4.5))
-    palette = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]
-    for i, (name, runtime) in enumerate(runtimes.items()):
+    figure, panels = plt.subplots(
+        1, max(len(runtimes), 1), figsize=(4.2 * max(len(runtimes), 1), 4.2), squeeze=False
+    )
+    top = max(max_tokens, default=1)
+    for i, (axes, (name, runtime)) in enumerate(zip(panels[0], runtimes.items(), strict=False)):
         budget_off = _with_pruning(runtime, HistoryPruning()).effective_context_budget()
         mine = [
             PruningRow(
@@ -282,45 +290,30 @@ def pruning_effect(
             for limit in max_tokens
         ]
         rows.extend(mine)
-        color = palette[i % len(palette)]
+        color = _PALETTE[i % len(_PALETTE)]
+        axes.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1.2,
+                  label="budget = max_tokens")
+        axes.axhline(budget_off, color="black", linestyle="--", linewidth=1.2,
+                     label="pruning off")
         positive = [r for r in mine if r.max_tokens > 0]
-        axes.plot(
-            [r.max_tokens for r in positive],
-            [r.budget_on for r in positive],
-            marker="o",
-            color=color,
-            label=f"{name}: pruning on",
-        )
+        axes.plot([r.max_tokens for r in positive], [r.budget_on for r in positive],
+                  marker="o", color=color, linewidth=2, zorder=3, label="pruning on")
         ignored = [r for r in mine if r.max_tokens == 0]
         if ignored:
-            axes.scatter(
-                [0] * len(ignored),
-                [r.budget_on for r in ignored],
-                marker="x",
-                s=60,
-                color=color,
-                label=f"{name}: max_tokens 0 (ignored)",
-            )
-        axes.axhline(
-            budget_off,
-            color=color,
-            linestyle="--",
-            linewidth=1,
-            label=f"{name}: pruning off ({budget_off:,})",
-        )
-    if max_tokens:
-        top = max(max_tokens)
-        axes.plot(
-            [0, top],
-            [0, top],
-            color="grey",
-            linestyle=":",
-            linewidth=1,
-            label="budget = max_tokens",
-        )
-    axes.set_xlabel("history_pruning.max_tokens")
-    axes.set_ylabel("effective budget (tokens)")
-    axes.set_title(title)
-    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    figure.tight_layout()
+            axes.scatter([0] * len(ignored), [r.budget_on for r in ignored], marker="x", s=70,
+                         color="black", zorder=4, label="max_tokens 0: ignored")
+        axes.annotate(f"off: {budget_off:,}", (top, budget_off), xytext=(-4, 5),
+                      textcoords="offset points", ha="right", fontsize=8)
+        axes.set_title(name, fontsize=10)
+        axes.set_xlabel("history_pruning.max_tokens")
+        axes.set_ylim(0, max(budget_off, *(r.budget_on for r in mine)) * 1.15)
+        axes.ticklabel_format(style="plain")
+        axes.xaxis.set_major_formatter(FuncFormatter(_thousands))
+        axes.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    panels[0][0].set_ylabel("effective budget (tokens)")
+    handles, labels = panels[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
+                  frameon=False)
+    figure.suptitle(title)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     return PruningPlot(figure, rows)

@@ -115,7 +115,7 @@ def print_block(*parts: object) -> None:
             pending.append(str(part))
     if pending:
         chunks.append(f"<pre>{html.escape(chr(10).join(pending))}</pre>")
-    display({"text/plain": text, "text/html": "\n".join(chunks)}, raw=True)
+    display({"text/plain": text, "text/html": "\n".join(chunks)}, raw=True)  # type: ignore[no-untyped-call]
 
 
 def _ipython() -> object | None:
