@@ -85,6 +85,8 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 html_sidebars = {"**": ["navbar-logo.html", "search-button-field.html", "sbt-sidebar-nav.html"]}
+# One search field (the sidebar's), not a second one in the header bar.
+html_theme_options["navbar_persistent"] = []
 
 # Deterministic output regardless of where the clone lives.
 os.environ.setdefault("SOURCE_DATE_EPOCH", str(BUILD_INFO["epoch"]))

@@ -84,13 +84,15 @@ def call_timeline(
     rows = timeline_rows(calls)
     figure, axes = plt.subplots(figsize=(10, 4.8))
     xs = [r.call for r in rows]
-    highest = max([r.tokens for r in rows] + [r.budget for r in rows]
-                  + ([provider_window] if provider_window else []), default=1)
-    # The window is drawn only when it is on the chart's scale: a window far above every bar
-    # would squash them (its value is in the legend either way).
+    highest = max([r.tokens for r in rows] + ([provider_window] if provider_window else []),
+                  default=1)
+    # A window or budget line is drawn only when it is on the bars' scale: a line far above
+    # every bar would squash them (its value is in the legend either way).
     window_on_scale = all(r.window <= 1.6 * highest for r in rows)
-    if window_on_scale:
-        highest = max([highest, *(r.window for r in rows)])
+    budgets = [r.budget for r in rows if r.budget]
+    budget_on_scale = all(b <= 1.6 * highest for b in budgets)
+    highest = max([highest, *([r.window for r in rows] if window_on_scale else []),
+                   *(budgets if budget_on_scale else [])])
     axes.bar(xs, [r.history for r in rows], color=[_OUTCOME_COLORS[r.outcome] for r in rows],
              alpha=0.8)
     axes.bar(xs, [r.tokens - r.history for r in rows], bottom=[r.history for r in rows],
@@ -105,9 +107,15 @@ def call_timeline(
     if provider_window is not None:
         axes.axhline(provider_window, color=_PROVIDER_COLOR, linestyle="-.", linewidth=2,
                      label=f"provider's own window ({provider_window:,})", zorder=1)
-    if any(r.budget for r in rows):
-        axes.plot(xs, [r.budget for r in rows], color=_BUDGET_COLOR, linestyle="-.",
-                  linewidth=2, drawstyle="steps-mid", label="budget (proactive target)")
+    if budgets:
+        budget_text = "budget (proactive target) " + ", ".join(
+            f"{b:,}" for b in sorted(set(budgets)))
+        if budget_on_scale:
+            axes.plot(xs, [r.budget for r in rows], color=_BUDGET_COLOR, linestyle="-.",
+                      linewidth=2, drawstyle="steps-mid", label=budget_text)
+        else:
+            axes.plot([], [], color=_BUDGET_COLOR, linestyle="-.",
+                      label=budget_text + ": above the chart")
     top = highest * 1.3
     for r in rows:
         axes.text(r.call, r.tokens + top * 0.01, f"{r.tokens:,}", ha="center", va="bottom",

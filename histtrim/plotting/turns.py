@@ -40,6 +40,21 @@ class TurnMap(_Plot[TurnMapRow]):
             [(r.row, r.role, r.part, r.tokens, r.kept, r.content) for r in self.rows],
         )
 
+    def turn_table(self) -> Table:
+        """One line per turn (and per system block or crumb): its rows, tokens and fate; the
+        short form when the row-by-row table was already shown for the same history."""
+        groups: dict[str, list[TurnMapRow]] = {}
+        for r in self.rows:
+            groups.setdefault(r.part, []).append(r)
+        return text_table(
+            ["turn", "rows", "tokens", "kept"],
+            [
+                (part, f"{rows[0].row}-{rows[-1].row}" if len(rows) > 1 else str(rows[0].row),
+                 sum(r.tokens for r in rows), all(r.kept for r in rows))
+                for part, rows in groups.items()
+            ],
+        )
+
 
 def kept_rows(
     history: Sequence[Item],
