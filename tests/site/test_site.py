@@ -141,7 +141,8 @@ def test_decisions_chapter_covers_every_listed_decision(site: Path) -> None:
                   "The budget, step by step", "Unknown capacity", "The reactive two thirds",
                   "The breadcrumb owner flag", "The orphan-sweep pairing",
                   "The tool-result cap", "The channel cache default",
-                  "The capacity message wording", "The envelope model"):
+                  "The capacity message wording", "The envelope model",
+                  "budget</span></code> field"):
         assert title in text, title
     links = _page(site / "decisions.html").links
     assert ("02_whole_turn_retention.html#keep-1", "KEEP-1") in links
