@@ -36,8 +36,8 @@ $(BIN)/python:
 # outputs (pydantic's error texts, nbval, the site) stay byte-stable.
 $(INSTALLED): pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
-	@$(BIN)/python -m pip install --quiet -U pip
-	@$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev,notebooks,docs]"
+	@$(BIN)/python -m pip install -qq -U pip
+	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs]"
 	@touch $@
 
 install: $(INSTALLED)

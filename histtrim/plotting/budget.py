@@ -104,7 +104,7 @@ def budget_cut(
         color="black",
         label="cumulative from the newest turn (+ system rows)",
     )
-    axes.axhline(budget_tokens, color="#1565c0", linestyle="--", label=f"budget {budget_tokens}")
+    axes.axhline(budget_tokens, color="#0072B2", linestyle="--", label=f"budget {budget_tokens:,}")
     kept_count = sum(r.kept for r in rows)
     if 0 < kept_count < len(rows):
         axes.axvline(kept_count - 0.5, color=_DROPPED_COLOR, linestyle=":", label="cut")
@@ -128,15 +128,20 @@ def budget_cut(
         bbox_to_anchor=(1.01, 1.0),
         fontsize=8,
     )
+    top = max([budget_tokens, *(r.cumulative for r in rows)], default=1)
     for x, r in zip(positions, rows, strict=True):
+        # Left of the point, on a white box, above it unless the budget line is just above.
+        below = budget_tokens - top * 0.1 < r.cumulative <= budget_tokens
         axes.annotate(
-            str(r.cumulative),
+            f"{r.cumulative:,}",
             (x, r.cumulative),
             textcoords="offset points",
-            xytext=(0, 6),
-            ha="center",
+            xytext=(-7, -14 if below else 7),
+            ha="right",
             fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
         )
+    axes.set_ylim(0, top * 1.15)
     figure.tight_layout()
     return BudgetCut(figure, rows, budget_tokens, fixed, result)
 
