@@ -85,6 +85,10 @@ html_theme_options = {
 }
 html_context = {"default_mode": "light"}
 html_sidebars = {"**": ["navbar-logo.html", "search-button-field.html", "sbt-sidebar-nav.html"]}
+# Wide tables (the names table, the rule table) get the page's full width: no right-hand TOC.
+html_theme_options["secondary_sidebar_items"] = {
+    "**": ["page-toc"], "spec/index": [], "spec/rules": [],
+}
 # One search field (the sidebar's), not a second one in the header bar.
 html_theme_options["navbar_persistent"] = []
 

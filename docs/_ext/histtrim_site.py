@@ -87,7 +87,17 @@ def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
           f"{heading.astext() if heading else docname}", flush=True)
 
 
+def _drop_type_docstring(
+    app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]
+) -> None:
+    """A constant (`BREADCRUMB`) has no docstring of its own: autodoc would show its type's
+    (`str`'s) instead."""
+    if what in ("data", "attribute") and getattr(obj, "__doc__", None) == type(obj).__doc__:
+        lines.clear()
+
+
 def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("autodoc-process-docstring", _drop_type_docstring)
     app.connect("builder-inited", _setup_rules)
     app.connect("doctree-read", _on_doctree_read)
     return {"version": "1", "parallel_read_safe": False, "parallel_write_safe": True}
