@@ -21,51 +21,69 @@ NB ?= notebooks/*.ipynb
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: install test lint typecheck pytest spec notebooks lab bench clean distclean
+# Extra arguments for `make lab`, e.g. LAB_ARGS="--port 8899 --ip 0.0.0.0".
+LAB_ARGS ?=
+# Jupyter refuses to run as root without --allow-root (containers, CI): add it only for root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
+.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install when pyproject.toml changes (or when the package first appears).
-$(INSTALLED): pyproject.toml $(wildcard histtrim/__init__.py) | $(BIN)/python
-	$(BIN)/python -m pip install -U pip
-	$(BIN)/python -m pip install -e ".[dev,notebooks]"
-	touch $@
+# Re-install when pyproject.toml or the pinned toolchain changes (or when the package first
+# appears). constraints.txt pins every tool the notebooks, tests and site use, so committed
+# outputs (pydantic's error texts, nbval, the site) stay byte-stable.
+$(INSTALLED): pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
+	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
+	@$(BIN)/python -m pip install -qq -U pip
+	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs]"
+	@touch $@
 
 install: $(INSTALLED)
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check histtrim tests bench tools conftest.py
+	$(BIN)/ruff check histtrim tests bench tools docs conftest.py
 
 typecheck: $(INSTALLED)
 	$(BIN)/mypy histtrim
 
 # Unit/property tests and strict nbval of every notebook, in one run.
-# --dist loadscope keeps each notebook in a single kernel.
+# --dist loadscope keeps each notebook in a single kernel. The outcome (counts, commit) goes
+# to build/test-status.json for the site's landing page, whether the run passed or not.
 pytest: $(INSTALLED)
-	$(BIN)/pytest -n 2 --dist loadscope --hypothesis-profile=ci $(PYTEST_NBVAL) tests notebooks
+	@mkdir -p build
+	rc=0; $(BIN)/pytest -n 2 --dist loadscope --hypothesis-profile=ci $(PYTEST_NBVAL) \
+		--junitxml=build/pytest-junit.xml --ignore=tests/site tests notebooks || rc=$$?; \
+	$(BIN)/python tools/test_status.py build/pytest-junit.xml $$rc; exit $$rc
 
-test: lint typecheck pytest
+# The site built with warnings as errors, then checked: anchors, links, and a real browser.
+site-test: spec
+	$(BIN)/pytest -q tests/site
 
-# Executed notebooks as HTML plus an index of notebooks and rule IDs.
+test: lint typecheck pytest site-test
+
+# The living spec site (Sphinx + MyST-NB + sphinx-book-theme) from the committed notebook
+# outputs, nothing executed: quiet, one line per chapter, warnings are errors -> build/spec/.
 spec: $(INSTALLED)
-	mkdir -p build/spec
-	$(BIN)/jupyter nbconvert --to html --execute --output-dir build/spec notebooks/*.ipynb
-	$(BIN)/python tools/render_index.py --notebooks notebooks --rules notebooks/spec/RULES.md --out build/spec/index.html
+	@$(BIN)/python tools/build_site.py
 
 # Regenerate committed outputs in place (idempotent: `git diff --exit-code notebooks/` afterwards).
 notebooks: $(INSTALLED)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace $(NB)
 	# A kernel may split one print into two stream outputs under load: merge them.
 	$(BIN)/jupyter nbconvert --to notebook --coalesce-streams --inplace $(NB)
-	$(BIN)/nbstripout --keep-output --keep-count --extra-keys "metadata.language_info.version" $(NB)
+	# Outputs and counts stay; language_info (version included) stays too, exactly as
+	# JupyterLab writes it, so opening a notebook in Lab does not mark it modified.
+	$(BIN)/nbstripout --keep-output --keep-count $(NB)
 
 # `make nb/01_turns` == `make notebooks NB=notebooks/01_turns.ipynb`
 nb/%: $(INSTALLED)
 	$(MAKE) notebooks NB=notebooks/$*.ipynb
 
+# Headless: prints the URL (with its token) to open; works as root; LAB_ARGS for more.
 lab: $(INSTALLED)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --no-browser $(ROOT_FLAG) $(LAB_ARGS) notebooks/
 
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
 	$(BIN)/python -m pip install -e ".[bench]"

@@ -60,12 +60,6 @@ class ContextCapacityExceeded(Exception):
 
 def capacity_message(report: CapacityReport) -> str:
     """What does not fit, by how much, and what to change."""
-    if report.fixed >= report.window:
-        return (
-            f"system prompt and tool definitions ({report.fixed} tokens) alone meet or exceed "
-            f"the context window ({report.window} tokens); raise max_context_tokens or disable "
-            "unused tools"
-        )
     if report.capacity_known:
         limit = f"the model context window ({report.window} tokens)"
         remedy = "route to a model with a larger context_window"
@@ -74,6 +68,12 @@ def capacity_message(report: CapacityReport) -> str:
             f"the fallback context window ({report.window} tokens; the model's capacity is unknown)"
         )
         remedy = "declare the model's context_window on its provider profile"
+    if report.fixed >= report.window:
+        # The window (the hard limit), never "budget" (the proactive target): CAP-3.
+        return (
+            f"system prompt and tool definitions ({report.fixed} tokens) alone meet or exceed "
+            f"{limit}; {remedy} or disable unused tools"
+        )
     return (
         f"request of {report.total} tokens exceeds {limit} by {report.total - report.window}: "
         f"messages {report.messages}, images {report.images}, hooks {report.hooks}, "

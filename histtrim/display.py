@@ -337,7 +337,20 @@ class _Page:
 
 
 def _text(text: str) -> str:
-    return f'<div style="white-space:pre-wrap;overflow-wrap:anywhere">{_preview(text)}</div>'
+    # Wrap at spaces only (never inside a word); a longer word scrolls.
+    return f'<div style="white-space:pre-wrap;overflow-x:auto">{_preview(text)}</div>'
+
+
+def _image(target: str) -> str:
+    """An image reference; an inline `data:image/...` image is shown as the image itself."""
+    label = f'<div style="color:#666">🖼 image: {_e(_short(target))}</div>'
+    if not target.startswith("data:image/"):
+        return label
+    return (
+        f'<div><img src="{_e(target)}" alt="image pasted by the user" '
+        'style="width:4em;height:4em;object-fit:contain;image-rendering:pixelated;'
+        f'border:1px solid #999;vertical-align:middle"></div>{label}'
+    )
 
 
 def _user_text(text: str) -> str:
@@ -350,8 +363,7 @@ def _user_text(text: str) -> str:
             continue
         if match.start() > position:
             pieces.append(_text(text[position : match.start()]))
-        target = _e(_short(image))
-        pieces.append(f'<div style="color:#666">🖼 image: {target}</div>')
+        pieces.append(_image(image))
         position = match.end()
     if not pieces:
         return _text(text)

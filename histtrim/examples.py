@@ -20,7 +20,7 @@ from .messages import (
 from .validation import non_negative
 
 SCREENSHOT_PATH = "/home/ana/shop/screens/error-502.png"
-"""The image Ana pastes into her question (a loadable `[IMAGE:...]` marker)."""
+"""The image Ana pastes into her question (a loadable image marker)."""
 
 CHECKOUT_SCREENSHOT = "/tmp/checkout.png"
 """The image the browser tool declares as an attachment of its result."""

@@ -247,7 +247,7 @@ _STRUCTURED = (ChatMessage, AssistantToolCalls, ToolResults)
 
 
 def chat_rows(history: Iterable[ChatMessage | Mapping[str, Any]]) -> Sequence[ChatMessage]:
-    """The rows as `ChatMessage`s; dicts are validated (errors name the row and field)."""
+    """The rows as `ChatMessage` objects; dicts are validated (errors name the row and field)."""
     rows = history if isinstance(history, Sequence) else list(history)
     if all(isinstance(row, ChatMessage) for row in rows):
         return rows  # type: ignore[return-value]

@@ -20,7 +20,7 @@ RULE_ID = re.compile(r"\b[A-Z]+-\d+\b")
 @dataclass(frozen=True)
 class Rule:
     """A rule of RULES.md: its ID, the section it is listed under and its text (which is
-    not part of its identity: two `Rule`s are equal when ID and section are)."""
+    not part of its identity: two `Rule` objects are equal when ID and section are)."""
 
     rule_id: str
     section: str

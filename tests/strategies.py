@@ -42,7 +42,7 @@ LOADABLE_TARGETS = (
     "\\\\fileserver\\share\\scan.png",
     "  /padded/target.png  ",
 )
-"""Marker targets the runtime can load (DESIGN: `/`, http(s), data:, drive path, UNC)."""
+"""Targets the runtime can load (Decisions, "Images": `/`, http(s), data:, drive, UNC)."""
 
 NON_LOADABLE_TARGETS = ("photo.png", "", "ftp://example.com/a.png", "relative/x.png", "~/pic.png")
 """Marker targets that are plain text, not dispatched images."""

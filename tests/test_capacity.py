@@ -102,7 +102,7 @@ def test_cap_2_unknown_capacity_checks_against_the_fallback_and_says_so() -> Non
     assert check_request(history, runtime=runtime(None)).window == 32_000
 
 
-def test_cap_2_system_prompt_and_tools_alone_use_the_design_wording() -> None:
+def test_cap_2_system_prompt_and_tools_alone_name_the_context_window() -> None:
     """CAP-2: when system rows plus tool schemas alone reach the window, the message says so."""
     system = ChatMessage.system("Follow the style guide. " * 300)
     history = [system, ChatMessage.user("hi")]
@@ -112,7 +112,8 @@ def test_cap_2_system_prompt_and_tools_alone_use_the_design_wording() -> None:
             check_request(history, runtime=runtime(window), tool_schemas=[SEARCH])
         assert str(caught.value) == (
             f"system prompt and tool definitions ({fixed} tokens) alone meet or exceed the "
-            f"context window ({window} tokens); raise max_context_tokens or disable unused tools"
+            f"model context window ({window} tokens); route to a model with a larger "
+            "context_window or disable unused tools"
         )
         assert caught.value.report.fixed == fixed
 

@@ -1,4 +1,5 @@
-"""Configuration models: DESIGN.md defaults, validation naming the field, TOML/JSON loading."""
+"""Configuration models: the Decisions chapter's defaults, validation naming the field,
+TOML/JSON loading."""
 
 from __future__ import annotations
 

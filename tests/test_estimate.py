@@ -1,4 +1,5 @@
-"""The token estimate (EST-1..4) against the DESIGN.md formula, computed by hand here.
+"""The token estimate (EST-1..4) against the formula of the site's Decisions chapter
+("The byte estimate"), computed by hand here.
 
 A row costs `ceil(utf8_bytes / 4) + 4`; a dispatched image adds 1600 and its marker or
 attachment block is not priced as text.
@@ -31,7 +32,7 @@ from histtrim import (
 
 
 def plain(text: str) -> int:
-    """DESIGN.md: `ceil(utf8_bytes / 4) + 4`."""
+    """Decisions, "The byte estimate": `ceil(utf8_bytes / 4) + 4`."""
     return ceil(len(text.encode("utf-8")) / 4) + 4
 
 

@@ -49,6 +49,7 @@ from histtrim.plotting import (
     turn_map,
     turn_map_rows,
 )
+from histtrim.plotting.turns import axis_cut
 
 
 @pytest.fixture(autouse=True)
@@ -183,8 +184,25 @@ def test_turn_map_rows_and_figure_of_a_token_trim() -> None:
     assert kept_turns == {4, 5} and len(kept_turns) == result.kept_turns
     axes = picture.figure.axes[0]
     assert axes.get_title() == "token trim"
-    assert [round(p.get_width()) for p in axes.patches] == message_costs(session)
+    costs = message_costs(session)
+    cut = axis_cut(costs)
+    assert cut is not None and cut < max(costs)  # two 1,600-token images would flatten the rest
+    assert [round(p.get_width()) for p in axes.patches] == [min(c, cut) for c in costs]
+    labels = [t.get_text() for t in axes.texts]
+    assert labels == [f"{c:,}" + (" (bar cut)" if c > cut else "") for c in costs]
+    assert axes.get_xscale() == "linear"
     assert picture.table().count(" no ") == 12
+    short = picture.turn_table()
+    assert short.cells == (
+        ("sys", "0", "37", "yes"), ("1", "1-4", "116", "no"), ("2", "5-10", "190", "no"),
+        ("3", "11-12", "1641", "no"), ("4", "13-16", "67", "yes"), ("5", "17-20", "1678", "yes"),
+    )
+
+
+def test_axis_cut_only_for_outliers() -> None:
+    assert axis_cut([]) is None
+    assert axis_cut([10, 20, 30, 40]) is None
+    assert axis_cut([10, 20, 30, 40, 1_000]) == 60
 
 
 def test_turn_map_of_a_structured_count_trim() -> None:

@@ -71,7 +71,8 @@ def test_environment_yml_matches_pyproject() -> None:
     project = pyproject["project"]
     extras = project["optional-dependencies"]
     declared = {
-        _req_name(r) for r in [*project["dependencies"], *extras["notebooks"], *extras["dev"]]
+        _req_name(r)
+        for r in [*project["dependencies"], *extras["notebooks"], *extras["dev"], *extras["docs"]]
     }
 
     name, conda, pip = _parse_environment_yml(

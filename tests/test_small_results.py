@@ -89,6 +89,6 @@ def test_issue_11_a_prompt_that_alone_fills_the_window_says_context_window() -> 
     with pytest.raises(ContextCapacityExceeded) as failure:
         check_request([ChatMessage.system("s" * 100)], runtime=runtime)
     message = str(failure.value)
-    assert "alone meet or exceed the context window (10 tokens)" in message
+    assert "alone meet or exceed the model context window (10 tokens)" in message
     assert "context budget" not in message
     assert estimate_history_tokens([ChatMessage.system("s" * 100)]) > 10

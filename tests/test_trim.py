@@ -128,7 +128,7 @@ def test_keep_1_token_budget_drops_oldest_whole_turns_exactly() -> None:
 
 
 def test_keep_1_token_numbers_follow_the_formula() -> None:
-    """KEEP-1/EST-1: the trim's token figures are the DESIGN formula, computed by hand."""
+    """KEEP-1/EST-1: the trim's token figures follow Decisions "The byte estimate" (by hand)."""
     rows = [
         ChatMessage.system("Be brief."),  # 9 bytes -> 3 + 4 = 7
         ChatMessage.user("abcdefgh"),  # 8 bytes -> 2 + 4 = 6

@@ -74,7 +74,8 @@ def suffix(g: GeneratedHistory[Any], first_kept: int) -> list[Any]:
 
 
 def expected_costs(g: GeneratedHistory[ChatMessage]) -> list[int]:
-    """DESIGN.md's estimate, row by row, from what the generator recorded.
+    """The estimate of the site's Decisions chapter ("The byte estimate", "Declared
+    attachments"), row by row, from what the generator recorded.
 
     The estimate has no breadcrumb flag, so a crumb row is a real user row to it; with no
     user row at all, every tool result is current."""
@@ -183,7 +184,8 @@ def check_index(g: GeneratedHistory[Any]) -> None:
 
 
 def check_estimate(g: GeneratedHistory[ChatMessage]) -> None:
-    """EST-1..4: the estimate equals the per-row DESIGN formula and the sum of message_costs."""
+    """EST-1..4: the estimate equals the Decisions chapter's per-row formula and the sum of
+    message_costs."""
     costs = message_costs(g.history)
     assert costs == expected_costs(g)
     assert estimate_history_tokens(g.history) == sum(costs)

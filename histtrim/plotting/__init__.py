@@ -18,10 +18,12 @@ from .budget import (
 from .capacity import CapacityPlot, capacity_breakdown
 from .estimate import EstimatePlot, EstimateRow, estimate_rows, estimate_vs_bytes
 from .loop import CallTimeline, TimelineRow, call_timeline, timeline_rows, timeline_table
-from .tables import history_table, item_costs, print_block, row_summary, text_table
+from .measured import CONTENDER_STYLES, MeasuredPlot, MeasuredRow, measured_trim_times
+from .tables import Table, history_table, item_costs, print_block, row_summary, text_table
 from .turns import TurnMap, TurnMapRow, kept_rows, turn_map, turn_map_rows
 
 __all__ = [
+    "CONTENDER_STYLES",
     "BudgetCut",
     "BudgetGrid",
     "CallTimeline",
@@ -29,8 +31,11 @@ __all__ = [
     "CutRow",
     "EstimatePlot",
     "EstimateRow",
+    "MeasuredPlot",
+    "MeasuredRow",
     "PruningPlot",
     "PruningRow",
+    "Table",
     "TimelineRow",
     "TurnMap",
     "TurnMapRow",
@@ -44,6 +49,7 @@ __all__ = [
     "history_table",
     "item_costs",
     "kept_rows",
+    "measured_trim_times",
     "print_block",
     "pruning_effect",
     "row_summary",

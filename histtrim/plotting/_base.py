@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .tables import _fields_table
+from .tables import Table, _fields_table
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 R = TypeVar("R", bound="DataclassInstance")
 
-_FIXED_COLOR = "#9e9e9e"
-_KEPT_COLOR = "#2e7d32"
-_DROPPED_COLOR = "#c62828"
+# Okabe-Ito: distinguishable with every common colour-vision deficiency.
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442")
+_FIXED_COLOR = "#999999"
+_KEPT_COLOR = "#009E73"
+_DROPPED_COLOR = "#D55E00"
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class _Plot(Generic[R]):
     columns: ClassVar[tuple[str, ...]] = ()
     """The table's headers, one per field of a row."""
 
-    def table(self) -> str:
+    def table(self) -> Table:
         return _fields_table(self.columns, self.rows)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from ..config import HistoryPruning, ProviderProfile, RuntimeProfile
 from ..estimate import message_costs
@@ -15,8 +16,8 @@ from ..messages import ChatMessage
 from ..route import ResolvedRuntime, resolve_runtime
 from ..trim import TrimResult, trim_to_recent_turns
 from ..turns import index_turns
-from ._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
-from .tables import text_table
+from ._base import _DROPPED_COLOR, _KEPT_COLOR, _PALETTE, _Plot
+from .tables import Table, text_table
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def budget_cut(
         color="black",
         label="cumulative from the newest turn (+ system rows)",
     )
-    axes.axhline(budget_tokens, color="#1565c0", linestyle="--", label=f"budget {budget_tokens}")
+    axes.axhline(budget_tokens, color="#0072B2", linestyle="--", label=f"budget {budget_tokens:,}")
     kept_count = sum(r.kept for r in rows)
     if 0 < kept_count < len(rows):
         axes.axvline(kept_count - 0.5, color=_DROPPED_COLOR, linestyle=":", label="cut")
@@ -127,15 +128,20 @@ def budget_cut(
         bbox_to_anchor=(1.01, 1.0),
         fontsize=8,
     )
+    top = max([budget_tokens, *(r.cumulative for r in rows)], default=1)
     for x, r in zip(positions, rows, strict=True):
+        # Left of the point, on a white box, above it unless the budget line is just above.
+        below = budget_tokens - top * 0.1 < r.cumulative <= budget_tokens
         axes.annotate(
-            str(r.cumulative),
+            f"{r.cumulative:,}",
             (x, r.cumulative),
             textcoords="offset points",
-            xytext=(0, 6),
-            ha="center",
+            xytext=(-7, -14 if below else 7),
+            ha="right",
             fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
         )
+    axes.set_ylim(0, top * 1.15)
     figure.tight_layout()
     return BudgetCut(figure, rows, budget_tokens, fixed, result)
 
@@ -166,7 +172,7 @@ class BudgetGrid:
     grids: dict[str, list[list[int]]]
     """Panel title -> budgets, `grids[title][row][column]`."""
 
-    def table(self, panel: str) -> str:
+    def table(self, panel: str) -> Table:
         return text_table(
             ["max_context_tokens \\ ratio", *map(_ratio_label, self.ratios)],
             [
@@ -260,15 +266,22 @@ def _with_pruning(runtime: ResolvedRuntime, pruning: HistoryPruning) -> Resolved
     return runtime.model_copy(update={"profile": profile})
 
 
+def _thousands(value: float, _position: object = None) -> str:
+    """A tick label in thousands: 0, 2.5k, 100k."""
+    return "0" if value == 0 else f"{value / 1000:g}k"
+
+
 def pruning_effect(
     runtimes: Mapping[str, ResolvedRuntime], max_tokens: Sequence[int], *, title: str
 ) -> PruningPlot:
     """For each resolved runtime, its budget with `history_pruning` enabled at each
     `max_tokens`, against the same runtime with pruning off (a dashed line)."""
     rows: list[PruningRow] = []
-    figure, axes = plt.subplots(figsize=(11, 4.5))
-    palette = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]
-    for i, (name, runtime) in enumerate(runtimes.items()):
+    figure, panels = plt.subplots(
+        1, max(len(runtimes), 1), figsize=(4.2 * max(len(runtimes), 1), 4.2), squeeze=False
+    )
+    top = max(max_tokens, default=1)
+    for i, (axes, (name, runtime)) in enumerate(zip(panels[0], runtimes.items(), strict=False)):
         budget_off = _with_pruning(runtime, HistoryPruning()).effective_context_budget()
         mine = [
             PruningRow(
@@ -282,45 +295,30 @@ def pruning_effect(
             for limit in max_tokens
         ]
         rows.extend(mine)
-        color = palette[i % len(palette)]
+        color = _PALETTE[i % len(_PALETTE)]
+        axes.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1.2,
+                  label="budget = max_tokens")
+        axes.axhline(budget_off, color="black", linestyle="--", linewidth=1.2,
+                     label="pruning off")
         positive = [r for r in mine if r.max_tokens > 0]
-        axes.plot(
-            [r.max_tokens for r in positive],
-            [r.budget_on for r in positive],
-            marker="o",
-            color=color,
-            label=f"{name}: pruning on",
-        )
+        axes.plot([r.max_tokens for r in positive], [r.budget_on for r in positive],
+                  marker="o", color=color, linewidth=2, zorder=3, label="pruning on")
         ignored = [r for r in mine if r.max_tokens == 0]
         if ignored:
-            axes.scatter(
-                [0] * len(ignored),
-                [r.budget_on for r in ignored],
-                marker="x",
-                s=60,
-                color=color,
-                label=f"{name}: max_tokens 0 (ignored)",
-            )
-        axes.axhline(
-            budget_off,
-            color=color,
-            linestyle="--",
-            linewidth=1,
-            label=f"{name}: pruning off ({budget_off:,})",
-        )
-    if max_tokens:
-        top = max(max_tokens)
-        axes.plot(
-            [0, top],
-            [0, top],
-            color="grey",
-            linestyle=":",
-            linewidth=1,
-            label="budget = max_tokens",
-        )
-    axes.set_xlabel("history_pruning.max_tokens")
-    axes.set_ylabel("effective budget (tokens)")
-    axes.set_title(title)
-    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    figure.tight_layout()
+            axes.scatter([0] * len(ignored), [r.budget_on for r in ignored], marker="x", s=70,
+                         color="black", zorder=4, label="max_tokens 0: ignored")
+        axes.annotate(f"off: {budget_off:,}", (top, budget_off), xytext=(-4, 5),
+                      textcoords="offset points", ha="right", fontsize=8)
+        axes.set_title(name, fontsize=10)
+        axes.set_xlabel("history_pruning.max_tokens")
+        axes.set_ylim(0, max(budget_off, *(r.budget_on for r in mine)) * 1.15)
+        axes.ticklabel_format(style="plain")
+        axes.xaxis.set_major_formatter(FuncFormatter(_thousands))
+        axes.yaxis.set_major_formatter(FuncFormatter(_thousands))
+    panels[0][0].set_ylabel("effective budget (tokens)")
+    handles, labels = panels[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8,
+                  frameon=False)
+    figure.suptitle(title)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     return PruningPlot(figure, rows)

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 
 from ..estimate import estimate_history_tokens, utf8_len
 from ..messages import ChatMessage
-from ._base import _label, _Plot
+from ._base import _PALETTE, _label, _Plot
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ def estimate_vs_bytes(
     markers = "osD^v"
     for i, name in enumerate(samples):
         mine = [r for r in rows if r.sample == name]
-        style = {"marker": markers[i % len(markers)], "linestyle": "-", "label": name}
+        style = {"marker": markers[i % len(markers)], "linestyle": "-", "label": name,
+                 "color": _PALETTE[i % len(_PALETTE)], "linewidth": 1.2, "zorder": 3}
         by_chars.plot([r.chars for r in mine], [r.tokens for r in mine], **style)
         by_bytes.plot([r.utf8_bytes for r in mine], [r.tokens for r in mine], **style)
     if rows:
@@ -65,10 +66,12 @@ def estimate_vs_bytes(
         by_bytes.plot(
             xs,
             [-(-x // 4) + 4 for x in xs],
-            color="grey",
-            linewidth=0.8,
-            linestyle=":",
-            label="ceil(bytes / 4) + 4",
+            color="black",
+            linewidth=2.5,
+            linestyle="--",
+            alpha=0.75,
+            zorder=2,
+            label="reference: ceil(bytes / 4) + 4",
         )
     _label(by_chars, "characters (code points)", "estimated tokens", "against characters")
     _label(by_bytes, "UTF-8 bytes", "", "against UTF-8 bytes")

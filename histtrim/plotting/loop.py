@@ -11,7 +11,7 @@ from matplotlib.patches import Patch
 
 from ..runtime import ProviderCall
 from ._base import _DROPPED_COLOR, _FIXED_COLOR, _KEPT_COLOR, _label, _Plot
-from .tables import _fields_table
+from .tables import Table, _fields_table
 
 
 @dataclass(frozen=True)
@@ -43,13 +43,16 @@ class CallTimeline(_Plot[TimelineRow]):
     columns = _TIMELINE_COLUMNS
 
 
-def timeline_table(rows: Sequence[TimelineRow]) -> str:
+def timeline_table(rows: Sequence[TimelineRow]) -> Table:
     """The timeline as text: history = what the budget measures, request = what the capacity
     check measures (history plus tool schemas), trims = those made before the call."""
     return _fields_table(_TIMELINE_COLUMNS, rows)
 
 
-_OUTCOME_COLORS = {"reply": _KEPT_COLOR, "tool_calls": "#1565c0", "overflow": _DROPPED_COLOR}
+_OUTCOME_COLORS = {"reply": _KEPT_COLOR, "tool_calls": "#0072B2", "overflow": _DROPPED_COLOR}
+_BUDGET_COLOR = "#E69F00"
+_PROVIDER_COLOR = "#CC79A7"
+_TRIM_COLOR = "#555555"
 
 
 def timeline_rows(calls: Sequence[ProviderCall]) -> list[TimelineRow]:
@@ -79,64 +82,52 @@ def call_timeline(
     counts both), against the budget and the capacity. A dotted line marks each trim;
     `provider_window` draws a window the provider enforces on its own (unknown to the runtime)."""
     rows = timeline_rows(calls)
-    figure, axes = plt.subplots(figsize=(10, 4.5))
+    figure, axes = plt.subplots(figsize=(10, 4.8))
     xs = [r.call for r in rows]
-    axes.bar(
-        xs, [r.history for r in rows], color=[_OUTCOME_COLORS[r.outcome] for r in rows], alpha=0.7
-    )
-    axes.bar(
-        xs,
-        [r.tokens - r.history for r in rows],
-        bottom=[r.history for r in rows],
-        color=_FIXED_COLOR,
-        alpha=0.7,
-        label="tool schemas",
-    )
-    axes.plot(
-        xs,
-        [r.window for r in rows],
-        color="black",
-        linestyle="--",
-        drawstyle="steps-mid",
-        label="capacity (window)",
-    )
+    highest = max([r.tokens for r in rows] + ([provider_window] if provider_window else []),
+                  default=1)
+    # A window or budget line is drawn only when it is on the bars' scale: a line far above
+    # every bar would squash them (its value is in the legend either way).
+    window_on_scale = all(r.window <= 1.6 * highest for r in rows)
+    budgets = [r.budget for r in rows if r.budget]
+    budget_on_scale = all(b <= 1.6 * highest for b in budgets)
+    highest = max([highest, *([r.window for r in rows] if window_on_scale else []),
+                   *(budgets if budget_on_scale else [])])
+    axes.bar(xs, [r.history for r in rows], color=[_OUTCOME_COLORS[r.outcome] for r in rows],
+             alpha=0.8)
+    axes.bar(xs, [r.tokens - r.history for r in rows], bottom=[r.history for r in rows],
+             color=_FIXED_COLOR, alpha=0.8, label="tool schemas")
+    windows = sorted({r.window for r in rows})
+    window_text = "capacity (window) " + ", ".join(f"{w:,}" for w in windows)
+    if window_on_scale:
+        axes.plot(xs, [r.window for r in rows], color="black", linestyle="--",
+                  drawstyle="steps-mid", linewidth=1.5, label=window_text)
+    else:
+        axes.plot([], [], color="black", linestyle="--", label=window_text + ": above the chart")
     if provider_window is not None:
-        axes.axhline(
-            provider_window,
-            color=_DROPPED_COLOR,
-            linestyle=":",
-            label=f"provider's own window ({provider_window:,})",
-        )
-    if any(r.budget for r in rows):
-        axes.plot(
-            xs,
-            [r.budget for r in rows],
-            color="#ef6c00",
-            linestyle="-.",
-            drawstyle="steps-mid",
-            label="budget (proactive target)",
-        )
+        axes.axhline(provider_window, color=_PROVIDER_COLOR, linestyle="-.", linewidth=2,
+                     label=f"provider's own window ({provider_window:,})", zorder=1)
+    if budgets:
+        budget_text = "budget (proactive target) " + ", ".join(
+            f"{b:,}" for b in sorted(set(budgets)))
+        if budget_on_scale:
+            axes.plot(xs, [r.budget for r in rows], color=_BUDGET_COLOR, linestyle="-.",
+                      linewidth=2, drawstyle="steps-mid", label=budget_text)
+        else:
+            axes.plot([], [], color=_BUDGET_COLOR, linestyle="-.",
+                      label=budget_text + ": above the chart")
+    top = highest * 1.3
     for r in rows:
-        axes.annotate(
-            str(r.tokens),
-            (r.call, r.tokens),
-            textcoords="offset points",
-            xytext=(0, 4),
-            ha="center",
-            fontsize=8,
-        )
-        if r.trims:
-            axes.axvline(r.call - 0.5, color="#6a1b9a", linestyle=":")
-            axes.annotate(
-                r.trims.replace(", ", "\n"),
-                (r.call - 0.5, 0),
-                textcoords="offset points",
-                xytext=(3, 4),
-                fontsize=7,
-                color="#6a1b9a",
-                rotation=90,
-                va="bottom",
-            )
+        axes.text(r.call, r.tokens + top * 0.01, f"{r.tokens:,}", ha="center", va="bottom",
+                  fontsize=8, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+    trimmed = [r for r in rows if r.trims]
+    for n, r in enumerate(trimmed):
+        axes.axvline(r.call - 0.5, color=_TRIM_COLOR, linestyle=":", linewidth=1.2)
+        label = (r.trims or "").replace("token_budget ", "budget ").replace("turn_limit ", "turns ")
+        axes.text(r.call - 0.5, top * (0.97 - 0.06 * (n % 2)), f"✂ {label} rows",
+                  ha="center", va="top", fontsize=8, color=_TRIM_COLOR,
+                  bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+    axes.set_ylim(0, top)
     axes.set_xticks(
         xs,
         [
@@ -146,14 +137,14 @@ def call_timeline(
         fontsize=8,
     )
     _label(axes, "provider call (turn.iteration)", "estimated tokens sent", title)
+    outcomes = [o for o in _OUTCOME_COLORS if any(r.outcome == o for r in rows)]
     axes.legend(
         handles=[
             *axes.get_legend_handles_labels()[0],
-            *(
-                Patch(color=color, alpha=0.7, label=outcome)
-                for outcome, color in _OUTCOME_COLORS.items()
-            ),
-            Line2D([], [], color="#6a1b9a", linestyle=":", label="trim before the call"),
+            *(Patch(color=_OUTCOME_COLORS[o], alpha=0.8, label=f"history, call outcome {o}")
+              for o in outcomes),
+            *([Line2D([], [], color=_TRIM_COLOR, linestyle=":", label="trim before the call")]
+              if trimmed else []),
         ],
         loc="upper left",
         bbox_to_anchor=(1.01, 1.0),

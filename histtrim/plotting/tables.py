@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
@@ -26,8 +27,43 @@ def _cell(value: object) -> str:
     return str(value)
 
 
-def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    """A plain-text table: numeric columns right-aligned, text left-aligned, `-` for None."""
+_NUM = ' class="num"'
+
+
+class Table(str):
+    """A table as aligned plain text (the `str` itself, what nbval and terminals read) that
+    also renders as an HTML table in Jupyter and on the spec site: cells stay aligned whatever
+    the font, emoji included."""
+
+    headers: tuple[str, ...]
+    cells: tuple[tuple[str, ...], ...]
+    numeric: tuple[bool, ...]
+
+    def __new__(
+        cls, text: str, headers: Sequence[str], cells: Sequence[Sequence[str]],
+        numeric: Sequence[bool],
+    ) -> Table:
+        table = super().__new__(cls, text)
+        table.headers = tuple(headers)
+        table.cells = tuple(tuple(row) for row in cells)
+        table.numeric = tuple(numeric)
+        return table
+
+    def _repr_html_(self) -> str:
+        def row(tag: str, values: Sequence[str]) -> str:
+            return "<tr>" + "".join(
+                f"<{tag}{_NUM if num else ''}>{html.escape(v)}</{tag}>"
+                for v, num in zip(values, self.numeric, strict=True)
+            ) + "</tr>"
+
+        body = "\n".join(row("td", r) for r in self.cells)
+        return (f'<table class="histtrim-table">\n<thead>{row("th", self.headers)}</thead>\n'
+                f"<tbody>\n{body}\n</tbody>\n</table>")
+
+
+def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
+    """A table: numeric columns right-aligned, text left-aligned, `-` for None. Its text is
+    the plain-text rendering; in Jupyter `print_block` shows it as an HTML table."""
     raw = [list(row) for row in rows]
     cells = [[_cell(v) for v in row] for row in raw]
     numeric = [
@@ -44,20 +80,49 @@ def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
         ]
         return "  ".join(parts).rstrip()
 
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+    text = "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])
+    return Table(text, headers, cells, numeric)
 
 
-def _fields_table(headers: Sequence[str], rows: Iterable[DataclassInstance]) -> str:
+def _fields_table(headers: Sequence[str], rows: Iterable[DataclassInstance]) -> Table:
     """`text_table` of dataclass rows: one column per field, in field order."""
     return text_table(headers, [[getattr(row, f.name) for f in fields(row)] for row in rows])
 
 
 def print_block(*parts: object) -> None:
-    """Print the parts, one per line, in a single write to stdout.
+    """Show the parts, one per line, as a single output.
 
     Jupyter may split the output of several writes into separate stream outputs depending
-    on timing; one write per cell keeps committed notebook outputs byte-identical."""
-    sys.stdout.write("\n".join(map(str, parts)) + "\n")
+    on timing; one write per cell keeps committed notebook outputs byte-identical. When a
+    part is a `Table` and an IPython kernel is running, the output is one rich display: the
+    same text as `text/plain`, and HTML (tables as tables, the rest preformatted)."""
+    text = "\n".join(map(str, parts))
+    shell = _ipython()
+    if shell is None or not any(isinstance(part, Table) for part in parts):
+        sys.stdout.write(text + "\n")
+        return
+    from IPython.display import display  # only inside a kernel
+
+    chunks: list[str] = []
+    pending: list[str] = []
+    for part in parts:
+        if isinstance(part, Table):
+            if pending:
+                chunks.append(f"<pre>{html.escape(chr(10).join(pending))}</pre>")
+                pending = []
+            chunks.append(part._repr_html_())
+        elif str(part):
+            pending.append(str(part))
+    if pending:
+        chunks.append(f"<pre>{html.escape(chr(10).join(pending))}</pre>")
+    display({"text/plain": text, "text/html": "\n".join(chunks)}, raw=True)  # type: ignore[no-untyped-call]
+
+
+def _ipython() -> object | None:
+    """The running IPython shell, if any (never imports IPython outside one)."""
+    module = sys.modules.get("IPython")
+    get = getattr(module, "get_ipython", None)
+    return get() if get is not None else None
 
 
 def _is_number(value: object) -> bool:
@@ -128,7 +193,9 @@ def _turn_labels(index: TurnIndex) -> list[str]:
     return labels
 
 
-def history_table(history: Sequence[Item], *, crumb_present: bool = False, width: int = 60) -> str:
+def history_table(
+    history: Sequence[Item], *, crumb_present: bool = False, width: int = 60
+) -> Table:
     """Row, role, turn (1-based; `sys` = leading system block, `-` = before any user row),
     estimated tokens, text.
 

@@ -11,8 +11,8 @@ from matplotlib.patches import Patch
 from ..messages import ChatMessage
 from ..trim import TrimResult, TurnCountTrimResult
 from ..turns import index_turns, is_system
-from ._base import _DROPPED_COLOR, _FIXED_COLOR, _Plot
-from .tables import Item, _role, _turn_labels, item_costs, row_summary, text_table
+from ._base import _FIXED_COLOR, _PALETTE, _Plot
+from .tables import Item, Table, _role, _turn_labels, item_costs, row_summary, text_table
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,26 @@ class TurnMapRow:
 class TurnMap(_Plot[TurnMapRow]):
     """A turn-map figure and the rows it draws."""
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """The rows with `part` as their turn (`sys`, `crumb` or the number)."""
         return text_table(
             ["row", "role", "turn", "tokens", "kept", "content"],
             [(r.row, r.role, r.part, r.tokens, r.kept, r.content) for r in self.rows],
+        )
+
+    def turn_table(self) -> Table:
+        """One line per turn (and per system block or crumb): its rows, tokens and fate; the
+        short form when the row-by-row table was already shown for the same history."""
+        groups: dict[str, list[TurnMapRow]] = {}
+        for r in self.rows:
+            groups.setdefault(r.part, []).append(r)
+        return text_table(
+            ["turn", "rows", "tokens", "kept"],
+            [
+                (part, f"{rows[0].row}-{rows[-1].row}" if len(rows) > 1 else str(rows[0].row),
+                 sum(r.tokens for r in rows), all(r.kept for r in rows))
+                for part, rows in groups.items()
+            ],
         )
 
 
@@ -71,11 +86,19 @@ def kept_rows(
 
 
 def _turn_color(turn: int | None) -> str:
-    if turn is None:
-        return _FIXED_COLOR
-    palette = plt.get_cmap("tab10").colors  # type: ignore[attr-defined]
-    red, green, blue = palette[(turn - 1) % len(palette)]
-    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
+    return _FIXED_COLOR if turn is None else _PALETTE[(turn - 1) % len(_PALETTE)]
+
+
+def axis_cut(values: Sequence[int]) -> int | None:
+    """Where a linear axis is cut so a few outliers do not flatten every other bar: 1.5 times
+    the largest value within 8 times the median, when some value is over twice that; else
+    None (no cut)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    median = ordered[len(ordered) // 2]
+    ordinary = max(v for v in ordered if v <= 8 * max(median, 1))
+    return round(ordinary * 1.5) if ordered[-1] > 2 * ordinary else None
 
 
 def turn_map_rows(
@@ -111,34 +134,47 @@ def turn_map(
     title: str,
     crumb_present: bool = False,
 ) -> TurnMap:
-    """One bar per message (length = estimated tokens, log scale), coloured by turn;
-    dropped rows are faded and hatched."""
+    """One bar per message (length = estimated tokens, linear), coloured by turn; dropped
+    rows faded and hatched. A few very long bars are cut at `axis_cut` (marked with a break
+    and their value), so the short ones stay readable."""
     rows = turn_map_rows(history, result, crumb_present=crumb_present)
     figure, axes = plt.subplots(figsize=(10, 1.4 + 0.3 * len(rows)))
+    cut = axis_cut([r.tokens for r in rows])
+    limit = cut if cut is not None else max((r.tokens for r in rows), default=10)
     for r in rows:
+        length = min(r.tokens, limit)
+        color = _turn_color(r.turn)
         axes.barh(
             r.row,
-            r.tokens,
-            color=_turn_color(r.turn),
+            length,
+            color=color,
             alpha=1.0 if r.kept else 0.3,
             hatch=None if r.kept else "///",
-            edgecolor="black" if r.kept else _DROPPED_COLOR,
+            edgecolor="black" if r.kept else color,
             linewidth=0.6,
         )
-        axes.text(r.tokens * 1.08, r.row, f"{r.tokens}", va="center", fontsize=8)
-    axes.set_xscale("log")
-    axes.set_xlim(1, max(r.tokens for r in rows) * 4 if rows else 10)
+        label = f"{r.tokens:,}"
+        if r.tokens > limit:
+            for offset in (0.035, 0.055):  # the break: two white slashes across the bar
+                x = limit * (1 - offset)
+                axes.plot([x - limit * 0.01, x + limit * 0.01], [r.row + 0.4, r.row - 0.4],
+                          color="white", linewidth=2.5)
+            label += " (bar cut)"
+        axes.text(length + limit * 0.015, r.row, label, va="center", fontsize=8)
+    axes.set_xlim(0, limit * 1.25)
+    axes.set_ylim(len(rows) - 0.4, -0.6)
     axes.set_yticks([r.row for r in rows], [f"{r.row} {r.role}" for r in rows], fontsize=8)
-    axes.invert_yaxis()
-    axes.set_xlabel("estimated tokens (log scale)")
+    axes.set_xlabel("estimated tokens" + (f" (axis cut at {limit:,})" if cut else ""))
     axes.set_ylabel("message (oldest at the top)")
     axes.set_title(title)
     turns = sorted({r.turn for r in rows if r.turn is not None})
-    handles = [Patch(color=_FIXED_COLOR, label="system / crumb")]
-    handles += [Patch(color=_turn_color(t), label=f"turn {t}") for t in turns]
+    handles = [Patch(facecolor=_FIXED_COLOR, edgecolor="black", label="system / crumb")]
+    handles += [Patch(facecolor=_turn_color(t), edgecolor="black", label=f"turn {t}")
+                for t in turns]
     handles += [
-        Patch(facecolor="white", edgecolor="black", label="kept"),
-        Patch(facecolor="white", edgecolor=_DROPPED_COLOR, hatch="///", label="dropped"),
+        Patch(facecolor="#777777", edgecolor="black", label="kept: solid"),
+        Patch(facecolor="#777777", alpha=0.3, edgecolor="#777777", hatch="///",
+              label="dropped: faded, hatched"),
     ]
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     figure.tight_layout()

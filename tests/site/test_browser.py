@@ -1,0 +1,129 @@
+"""The built site in a real browser (headless Chromium through Playwright): the landing page,
+a chapter and search work, with no console errors, every image loaded and every chapter in
+the sidebar. Screenshots go to build/screenshots/. Without Chromium this fails in CI (CI set)
+and is skipped elsewhere, saying how to install it."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from histtrim.specindex import markdown_headings
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "build" / "screenshots"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def _chromium() -> str:
+    found = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "chromium-browser")
+    if found:
+        return found
+    message = ("no Chromium found: install it (Debian: `apt-get install -y chromium`, which "
+               "`.ci/run` does) or set CHROMIUM=/path/to/chromium")
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def base_url(site: Path) -> Iterator[str]:
+    """The site served over HTTP on a free local port (search needs http, not file:)."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser(base_url: str) -> Iterator[object]:
+    executable = _chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+def _open(browser: object, url: str, shot: str) -> tuple[object, list[str]]:
+    """A page at `url` after every resource settled, its console errors, and a screenshot."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})  # type: ignore[attr-defined]
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"failed request {r.url}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400
+            else None)
+    page.goto(url, wait_until="networkidle")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / shot), full_page=True)
+    return page, errors
+
+
+def _broken_images(page: object) -> list[str]:
+    return page.evaluate(  # type: ignore[attr-defined,no-any-return]
+        "() => Array.from(document.images)"
+        ".filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+    )
+
+
+def test_landing_page(browser: object, base_url: str) -> None:
+    page, errors = _open(browser, f"{base_url}/index.html", "landing.png")
+    assert not errors
+    assert not _broken_images(page)
+    assert page.title().startswith("histtrim: the living spec")  # type: ignore[attr-defined]
+    sidebar = page.locator("nav.bd-docs-nav a").all_inner_texts()  # type: ignore[attr-defined]
+    for notebook in NOTEBOOKS:
+        assert markdown_headings(notebook)[0] in sidebar, notebook.name
+    assert "Test status" in page.inner_text("article")  # type: ignore[attr-defined]
+
+
+def test_chapter_with_figures(browser: object, base_url: str) -> None:
+    page, errors = _open(browser, f"{base_url}/02_whole_turn_retention.html#keep-1",
+                         "chapter-02.png")
+    assert not errors
+    images = page.locator("article img")  # type: ignore[attr-defined]
+    assert images.count() >= 4
+    assert not _broken_images(page)
+    for alt in images.evaluate_all("els => els.map(e => e.alt)"):
+        assert alt and "No description" not in alt
+    assert page.locator("#keep-1").is_visible()  # type: ignore[attr-defined]
+    next_link = page.locator("a.right-next")  # type: ignore[attr-defined]
+    assert next_link.count() == 1 and "03" in next_link.inner_text()
+
+
+def test_every_chapter_loads_clean(browser: object, base_url: str) -> None:
+    for notebook in NOTEBOOKS:
+        page, errors = _open(browser, f"{base_url}/{notebook.stem}.html",
+                             f"chapter-{notebook.stem}.png")
+        assert not errors, (notebook.name, errors)
+        assert not _broken_images(page), notebook.name
+        page.close()  # type: ignore[attr-defined]
+
+
+def test_search_finds_a_rule(browser: object, base_url: str) -> None:
+    page, errors = _open(browser, f"{base_url}/search.html?q=breadcrumb", "search.png")
+    page.wait_for_selector("#search-results ul.search li", timeout=15_000)  # type: ignore[attr-defined]
+    results = page.locator("#search-results ul.search li")  # type: ignore[attr-defined]
+    assert results.count() >= 3
+    page.screenshot(path=str(SHOTS / "search.png"), full_page=True)  # type: ignore[attr-defined]
+    assert not errors

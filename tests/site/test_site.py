@@ -1,0 +1,175 @@
+"""The living spec site as built: every chapter in the sidebar under its title, every rule a
+stable anchor that the rule table links to, "Implemented by" links that resolve, the API
+reference covering `histtrim.__all__`, the decisions chapter, and no machine paths."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import histtrim
+from histtrim.specindex import RULE_ID, markdown_headings, rule_coverage, rules
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+RULES = ROOT / "notebooks" / "spec" / "RULES.md"
+
+
+class _Page(HTMLParser):
+    """Ids, links (href and text), sidebar links and code xrefs outside links of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[tuple[str, str]] = []
+        self.sidebar: list[tuple[str, str]] = []
+        self.dangling_xrefs: list[str] = []
+        self._stack: list[tuple[str, dict[str, str]]] = []
+        self._text: list[str] | None = None
+        self._href = ""
+        self._in_sidebar = 0
+        self._xref_depth: int | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = {k: v or "" for k, v in attrs}
+        if "id" in a:
+            self.ids.add(a["id"])
+        classes = a.get("class", "").split()
+        if tag == "nav" and "bd-docs-nav" in classes:
+            self._in_sidebar = 1
+        elif self._in_sidebar and tag == "nav":
+            self._in_sidebar += 1
+        if tag == "a":
+            self._href, self._text = a.get("href", ""), []
+        if tag == "code" and "py-obj" in classes and self._text is None:
+            self.dangling_xrefs.append("")
+            self._xref_depth = len(self._stack)
+        self._stack.append((tag, a))
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._stack:
+            self._stack.pop()
+        if tag == "a" and self._text is not None:
+            text = "".join(self._text).strip()
+            self.links.append((self._href, text))
+            if self._in_sidebar:
+                self.sidebar.append((self._href, text))
+            self._text = None
+        if tag == "nav" and self._in_sidebar:
+            self._in_sidebar -= 1
+        if tag == "code" and self._xref_depth is not None and len(self._stack) == self._xref_depth:
+            self._xref_depth = None
+
+    def handle_data(self, data: str) -> None:
+        if self._text is not None:
+            self._text.append(data)
+        if self._xref_depth is not None:
+            self.dangling_xrefs[-1] += data
+
+
+def _page(path: Path) -> _Page:
+    parser = _Page()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_sidebar_lists_every_chapter_by_title(site: Path) -> None:
+    """Every notebook of notebooks/ (glob: new chapters need no edit) is in the sidebar of
+    every page, under its title (its first heading), not its file name."""
+    for page in ("index.html", "02_whole_turn_retention.html", "decisions.html", "api.html"):
+        sidebar = dict(_page(site / page).sidebar)
+        hrefs = {Path(h.split("#")[0]).name if not h.startswith("#") else page for h in sidebar}
+        for notebook in NOTEBOOKS:
+            assert f"{notebook.stem}.html" in hrefs, (page, notebook.name)
+        titles = set(sidebar.values())
+        for notebook in NOTEBOOKS:
+            assert markdown_headings(notebook)[0] in titles, (page, notebook.name)
+        assert {"Decisions: where the spec is silent", "API reference"} <= titles
+
+
+def test_every_rule_heading_is_a_stable_anchor(site: Path) -> None:
+    """Each chapter's first heading citing a rule has the rule's ID as its id (`#keep-1`)."""
+    known = {rule.rule_id for rule in rules(RULES)}
+    for notebook in NOTEBOOKS:
+        cited = {r for h in markdown_headings(notebook) for r in RULE_ID.findall(h)} & known
+        ids = _page(site / f"{notebook.stem}.html").ids
+        missing = sorted(r for r in cited if r.lower() not in ids)
+        assert not missing, (notebook.name, missing)
+    assert "keep-1" in _page(site / "02_whole_turn_retention.html").ids
+
+
+def test_rule_table_links_every_rule_to_its_first_chapter(site: Path) -> None:
+    links = _page(site / "spec" / "rules.html").links
+    for entry in rule_coverage(ROOT / "notebooks", RULES):
+        first = Path(entry.notebooks[0]).stem
+        target = f"../{first}.html#{entry.rule_id.lower()}"
+        assert (target, entry.rule_id) in links, entry.rule_id
+        assert entry.rule_id.lower() in _page(site / f"{first}.html").ids
+
+
+def test_rule_headings_link_to_their_implementation(site: Path) -> None:
+    """Under KEEP-1, an "Implemented by" line links into the API reference."""
+    page = (site / "02_whole_turn_retention.html").read_text(encoding="utf-8")
+    line = re.search(r'<p class="implemented-by">(.*?)</p>', page, re.S)
+    assert line is not None
+    assert 'href="api.html#histtrim.trim_to_recent_turns"' in line.group(1)
+
+
+def test_no_cross_reference_is_left_unresolved(site: Path) -> None:
+    """A code reference (the "Implemented by" lines, the names table) that resolved nowhere
+    renders outside a link: there must be none."""
+    for page in sorted(site.rglob("*.html")):
+        if page.name == "api.html":  # signatures name typing's objects (no intersphinx offline)
+            continue
+        dangling = _page(page).dangling_xrefs
+        assert not dangling, (page.relative_to(site), dangling[:5])
+
+
+def test_api_reference_documents_the_whole_public_api(site: Path) -> None:
+    ids = _page(site / "api.html").ids
+    missing = [name for name in histtrim.__all__ if f"histtrim.{name}" not in ids]
+    assert not missing
+    for submodule in ("histtrim.examples.agent_session", "histtrim.plotting.turn_map",
+                      "histtrim.specindex.rule_coverage"):
+        assert submodule in ids
+
+
+def test_decisions_chapter_covers_every_listed_decision(site: Path) -> None:
+    text = (site / "decisions.html").read_text(encoding="utf-8")
+    for title in ("The byte estimate", "Declared attachments of tool results",
+                  "The budget, step by step", "Unknown capacity", "The reactive two thirds",
+                  "The breadcrumb owner flag", "The orphan-sweep pairing",
+                  "The tool-result cap", "The channel cache default",
+                  "The capacity message wording", "The envelope model",
+                  "budget</span></code> field"):
+        assert title in text, title
+    links = _page(site / "decisions.html").links
+    assert ("02_whole_turn_retention.html#keep-1", "KEEP-1") in links
+
+
+def test_spec_pages_name_the_authoritative_text_and_map_the_rust_names(site: Path) -> None:
+    text = (site / "spec" / "index.html").read_text(encoding="utf-8")
+    assert "The Spanish original is the\nauthoritative text" in text or (
+        "The Spanish original is the authoritative text" in text)
+    for rust in ("history_trim::trim_to_recent_turns", "history_trim::trim_to_recent_turn_count",
+                 "history_trim::trim_conversation_to_recent_turns",
+                 "ResolvedRuntime::effective_context_budget()", "history::estimate_history_tokens",
+                 "Agent::history", "loop_.rs"):
+        assert rust in text, rust
+    original = (site / "spec" / "original.html").read_text(encoding="utf-8")
+    assert "Gestión del historial" in original and "Seguridad de emparejamiento" in original
+
+
+def test_landing_page_shows_the_build_and_test_status(site: Path) -> None:
+    text = (site / "index.html").read_text(encoding="utf-8")
+    assert "Commit" in text and "Test status" in text
+    assert re.search(r"<td><p>[0-9a-f]{12}( \(with uncommitted changes\))? \(committed ", text)
+
+
+def test_notebook_outputs_hold_no_machine_paths() -> None:
+    """Errors show type and message only, so no traceback path of this machine is committed."""
+    for notebook in NOTEBOOKS:
+        text = notebook.read_text(encoding="utf-8")
+        for marker in (str(ROOT), "site-packages", "/root/", "Traceback (most recent call"):
+            assert marker not in text, (notebook.name, marker)

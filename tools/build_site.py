@@ -1,0 +1,224 @@
+"""Build the living spec site (`make spec`): Sphinx + MyST-NB + sphinx-book-theme.
+
+Stages docs/, every notebook of notebooks/ (committed outputs, never executed) and the spec
+files into build/site-src, generates the pages that are derived from project files (the
+rule table from RULES.md, the Spanish original, the API reference from `histtrim.__all__`,
+the build information of the landing page), then runs Sphinx with warnings as errors.
+Quiet: one line per chapter, and the last line says where the site is (or why it failed).
+
+Usage: python tools/build_site.py [--out build/spec] [--allow-warnings]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import importlib
+import inspect
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from histtrim.specindex import rule_coverage, rules
+
+ROOT = Path(__file__).resolve().parent.parent
+STATUS = ROOT / "build" / "test-status.json"
+# Layer order of the API reference (lower layers first); modules not listed follow in the
+# order `histtrim/__init__.py` imports them, so a new module needs no edit here.
+LAYERS = ["messages", "carriers", "turns", "estimate", "trim", "config", "route", "capacity",
+          "events", "providers", "runtime", "safety", "ledger", "adapters", "adapters.openai",
+          "display"]
+SUBMODULES = ["histtrim.examples", "histtrim.plotting", "histtrim.specindex"]
+
+
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def build_info(chapters: int) -> dict[str, object]:
+    """Commit, its date, the build date and the recorded test status, for the landing page."""
+    commit = _git("rev-parse", "HEAD")
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    epoch = int(_git("log", "-1", "--format=%ct") or 0)
+    date = dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M UTC") if epoch else "-"
+    shown = commit[:12] + (" (with uncommitted changes)" if dirty else "") if commit else "unknown"
+    return {
+        "commit": shown,
+        "date": date,
+        "epoch": epoch,
+        "version": _version(),
+        "chapter_count": chapters,
+        "test_status": test_status(commit, dirty),
+    }
+
+
+def _version() -> str:
+    import histtrim
+
+    return getattr(histtrim, "__version__", "0.1.0")
+
+
+def test_status(commit: str, dirty: bool) -> str:
+    """One sentence on the last `make test` of this clone (build/test-status.json)."""
+    if not STATUS.exists():
+        return ("no test run is recorded in this clone (`build/test-status.json` is written by "
+                "`make test`)")
+    status = json.loads(STATUS.read_text(encoding="utf-8"))
+    counts = (f"{status['passed']} passed, {status['failed']} failed, {status['skipped']} "
+              f"skipped, including strict nbval of {status['notebooks']} notebooks' committed "
+              f"outputs ({status['date']})")
+    verdict = "passed" if status["returncode"] == 0 and status["failed"] == 0 else "FAILED"
+    if status["commit"] != commit or status["dirty"] or dirty:
+        return (f"the last recorded `make test` ({verdict}: {counts}) ran at commit "
+                f"{status['commit'][:12]}{' with uncommitted changes' if status['dirty'] else ''}"
+                f", not exactly this build's tree: run `make test` to check it")
+    return f"`make test` {verdict} at this commit: {counts}"
+
+
+def rules_page(src: Path) -> str:
+    """RULES.md as a page: every rule with links to the chapters that demonstrate it."""
+    coverage = {c.rule_id: c for c in rule_coverage(src, src / "spec" / "RULES.md")}
+    text = (src / "spec" / "RULES.md").read_text(encoding="utf-8")
+    intro = text.split("\n## ", 1)[0].splitlines()[1:]
+    out = ["# The rules (RULES.md)", "", *(line.replace("`history-management.es.txt` beside this "
+           "file", "{doc}`the Spanish original <original>` beside this page") for line in intro),
+           "", "Each rule ID links to the heading of the first chapter that demonstrates it "
+           "(its stable anchor, e.g. `02_whole_turn_retention.html#keep-1`); the other "
+           "chapters that cite it follow.", ""]
+    section = None
+    for rule in rules(src / "spec" / "RULES.md"):
+        if rule.section != section:
+            section = rule.section
+            out += ["", f"## {section}", "", "| Rule | Text | Demonstrated in |", "|---|---|---|"]
+        chapters = coverage[rule.rule_id].notebooks
+        first = f"{{ref}}`{rule.rule_id} <{rule.rule_id.lower()}>`" if chapters else rule.rule_id
+        seen = ", ".join(f"{{doc}}`{Path(nb).stem} <../{Path(nb).stem}>`" for nb in chapters)
+        out.append(f"| {first} | {rule.text.replace('|', chr(92) + '|')} | {seen or '—'} |")
+    return "\n".join(out) + "\n"
+
+
+def original_page(src: Path) -> str:
+    """The Spanish original as a page: short unpunctuated lines become headings."""
+    lines = (src / "spec" / "history-management.es.txt").read_text(encoding="utf-8").splitlines()
+    title, body = lines[0].strip(), lines[1:]
+    out = [f"# El original: {title}", "",
+           ":::{note}", "This is the authoritative text of the spec (Spanish). "
+           "{doc}`rules` is the same spec cut into numbered rules, in English; "
+           "where the two differ, this text wins.", ":::", ""]
+    for line in body:
+        stripped = line.strip()
+        if stripped.startswith("• "):
+            out.append("- " + stripped[2:])
+        elif stripped and len(stripped) < 60 and not stripped.endswith((".", ":", ",")):
+            out += [f"## {stripped}", ""]
+        else:
+            out.append(stripped)
+    return "\n".join(out) + "\n"
+
+
+def _public_sources() -> dict[str, str]:
+    """Each name of `histtrim.__all__` -> the submodule `histtrim/__init__.py` imports it from."""
+    tree = ast.parse((ROOT / "histtrim" / "__init__.py").read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = node.module
+    return found
+
+
+def _rst_heading(text: str, underline: str) -> list[str]:
+    return [text, underline * len(text), ""]
+
+
+def api_page() -> str:
+    """The API reference (reStructuredText, autodoc's own language): every name of
+    `histtrim.__all__`, grouped by the module that defines it, then the public submodules
+    that are not re-exported."""
+    import histtrim
+
+    sources = _public_sources()
+    modules = list(dict.fromkeys([*LAYERS, *sources.values()]))
+    out = [*_rst_heading("API reference", "="),
+           "Generated from the docstrings. Everything in the first sections is importable from "
+           "``histtrim`` directly (``from histtrim import trim_to_recent_turns``); the sections "
+           "follow the modules that define the names, lower layers first. The last sections are "
+           "the public submodules used by the notebooks.", ""]
+    for module in modules:
+        names = [n for n in histtrim.__all__ if sources.get(n) == module]
+        if not names:
+            continue
+        doc = inspect.getdoc(importlib.import_module(f"histtrim.{module}")) or ""
+        out += [*_rst_heading(f"histtrim.{module}", "-"), _first_paragraph(doc), ""]
+        for name in names:
+            obj = getattr(histtrim, name)
+            if inspect.isclass(obj):
+                out += [f".. autoclass:: histtrim.{name}", "   :members:", ""]
+            elif inspect.isfunction(obj):
+                out += [f".. autofunction:: histtrim.{name}", ""]
+            else:
+                out += [f".. autodata:: histtrim.{name}", ""]
+    for module in SUBMODULES:
+        out += [*_rst_heading(module, "-"), f".. automodule:: {module}", "   :members:", ""]
+    return "\n".join(out) + "\n"
+
+
+def _first_paragraph(doc: str) -> str:
+    """A module docstring's first paragraph, markdown code spans as reST literals."""
+    text = doc.split("\n\n")[0].replace("\n", " ")
+    return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
+
+
+def stage(src: Path) -> int:
+    """Copy the sources into `src` and write the generated pages; return the chapter count."""
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(ROOT / "docs", src, ignore=shutil.ignore_patterns("__pycache__"))
+    chapters = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    for notebook in chapters:
+        shutil.copy2(notebook, src / notebook.name)
+    for name in ("RULES.md", "history-management.es.txt"):
+        shutil.copy2(ROOT / "notebooks" / "spec" / name, src / "spec" / name)
+    (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")
+    (src / "spec" / "original.md").write_text(original_page(src), encoding="utf-8")
+    (src / "api.rst").write_text(api_page(), encoding="utf-8")
+    info = build_info(len(chapters))
+    (src / "_build_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
+    return len(chapters)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "spec")
+    parser.add_argument("--src", type=Path, default=ROOT / "build" / "site-src")
+    parser.add_argument("--allow-warnings", action="store_true",
+                        help="do not fail on warnings (never in make spec / make test)")
+    args = parser.parse_args(argv)
+    from sphinx.cmd.build import build_main
+
+    chapters = stage(args.src)
+    print(f"building the living spec: {chapters} chapters from committed outputs", flush=True)
+    log = args.out.parent / f"{args.out.name}-warnings.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    flags = ["-q", "-E", "-b", "html", "-w", str(log), "--keep-going"]
+    if not args.allow_warnings:
+        flags.append("-W")
+    code = build_main([*flags, "-d", str(args.src / ".doctrees"), str(args.src), str(args.out)])
+    warnings = [line for line in log.read_text(encoding="utf-8").splitlines()
+                if "WARNING" in line or "ERROR" in line]
+    if code != 0:
+        print(f"site build FAILED: {len(warnings)} warning(s), listed above and in {log}")
+        return 1
+    print(f"site: {args.out / 'index.html'} ({len(warnings)} warnings)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
