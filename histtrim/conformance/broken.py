@@ -33,6 +33,19 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
     )
 
 
+def _message_limit(self: Agent) -> None:
+    """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
+    saved = runtime.trim_conversation_to_recent_turns
+    runtime.trim_conversation_to_recent_turns = _message_count  # type: ignore[assignment]
+    try:
+        _APPLY_TURN_LIMIT(self)
+    finally:
+        runtime.trim_conversation_to_recent_turns = saved  # type: ignore[assignment]
+
+
+_APPLY_TURN_LIMIT = Agent._apply_turn_limit
+
+
 def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
     """The budget fit with `<` where the rule says `<=`."""
     sums = list(accumulate(costs, initial=0))
@@ -78,17 +91,14 @@ BROKEN: dict[str, Broken] = {
             "KEEP-2": "the turn-count trims keep the wrong rows",
             "KEEP-3": "a limit of 0 keeps one message, not the newest complete turn",
             "LIMIT-1": "the unit is a message, and tool rows use slots",
-            "LIMIT-2": "the limit keeps part of a turn",
-            "TURN-4": "a turn is cut in the middle",
-            "PAIR-1": "a tool call is separated from its result",
-            "SEEN-1": "the agent's turn-limit trims keep the wrong rows after the breadcrumb",
-            "SEEN-4": "the legacy path trims by messages",
+            "LIMIT-2": "an explicit limit keeps part of a turn",
+            "SEEN-4": "the legacy path's count-based trim keeps the wrong rows",
         },
         lambda: [
             (trim, "trim_to_recent_turn_count", _message_count),
             (trim, "trim_conversation_to_recent_turns", _message_count),
-            (runtime, "trim_to_recent_turn_count", _message_count),
-            (runtime, "trim_conversation_to_recent_turns", _message_count),
+            (runtime, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
+            (Agent, "_apply_turn_limit", _message_limit),
         ],
     ),
     "lt-budget-fit": Broken(
@@ -103,7 +113,10 @@ BROKEN: dict[str, Broken] = {
     ),
     "half-reactive-target": Broken(
         "the reactive retry trims to 1/2 of the estimate, not 2/3",
-        {"RUN-2": "the retry drops more turns than two thirds needs"},
+        {
+            "RUN-2": "the retry drops more turns than two thirds needs",
+            "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
+        },
         lambda: [(Agent, "_reactive_trim", _half_reactive)],
     ),
 }

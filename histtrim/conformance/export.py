@@ -18,6 +18,7 @@ from .readme import readme
 from .record import RecordedCall, record_notebooks
 from .reference import FUNCTION_RULES, evaluate
 from .schema import FORMAT, VECTOR_FILE_SCHEMA
+from .tags import narrow
 
 INTEGER_ARGUMENTS = ("budget_tokens", "max_turns")
 """A sweep over one of these (same history, same answer) keeps only its two ends."""
@@ -34,6 +35,8 @@ class VectorSet:
     rules: list[Rule]
     vectors: list[dict[str, Any]]
     crashed: list[tuple[str, str, str]] = field(default_factory=list)
+    combined: list[tuple[str, str]] = field(default_factory=list)
+    """(source, function) of the cases two rules decide at once (`tags.narrow`): left out."""
 
     def by_group(self) -> dict[str, list[dict[str, Any]]]:
         groups: dict[str, list[dict[str, Any]]] = {r.rule_id.split("-")[0]: [] for r in self.rules}
@@ -135,11 +138,16 @@ def build(root: Path) -> VectorSet:
         finally:
             sys.setrecursionlimit(limit)
     vectors = []
+    combined: list[tuple[str, str]] = []
     for case, expected in _ends_of_sweeps(evaluated):
         key = _key(case)
+        checks = narrow(case.rules, case.function, case.history, case.arguments, expected)
+        if checks is None:
+            combined.append((case.source, case.function))
+            continue
         vectors.append({
             "id": f"{case.function}-{hashlib.sha256(key.encode()).hexdigest()[:12]}",
-            "rules": sorted(set(case.rules), key=order.__getitem__),
+            "rules": sorted(set(checks), key=order.__getitem__),
             "function": case.function,
             "source": case.source,
             "history": case.history,
@@ -147,7 +155,7 @@ def build(root: Path) -> VectorSet:
             "expected": expected,
         })
     vectors.sort(key=lambda v: (order[v["rules"][0]], v["id"]))
-    found = VectorSet(listed, vectors, sorted(crashed))
+    found = VectorSet(listed, vectors, sorted(crashed), sorted(set(combined)))
     missing = [rule_id for rule_id, count in found.rule_counts().items() if count == 0]
     if missing:
         raise MissingRules(f"no conformance vector checks {', '.join(missing)}")

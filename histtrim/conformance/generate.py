@@ -100,7 +100,7 @@ def _suffix_sizes(rows: list[ChatMessage], crumb: bool) -> list[int]:
 
 
 def token_trim_cases(s: ModuleType) -> Iterator[Case]:
-    histories = draw(s.chat_histories(max_turns=4, max_steps=3), EXAMPLES * 2)
+    histories = draw(s.chat_histories(max_turns=4, max_steps=3, carriers=False), EXAMPLES * 2)
     for n, g in enumerate(histories):
         rows, crumb = g.history, g.crumb
         total = estimate_history_tokens(rows)
@@ -119,7 +119,8 @@ def token_trim_cases(s: ModuleType) -> Iterator[Case]:
 
 
 def turn_count_cases(s: ModuleType) -> Iterator[Case]:
-    for n, g in enumerate(draw(s.chat_histories(max_turns=4, max_steps=3), EXAMPLES)):
+    for n, g in enumerate(draw(s.chat_histories(max_turns=4, max_steps=3, carriers=False),
+                               EXAMPLES)):
         for limit in (0, 1, 2, 3):
             rules = ["KEEP-3", "LIMIT-2"] if limit == 0 else ["KEEP-2"]
             if _has_tools(g.history) and limit:
@@ -130,7 +131,8 @@ def turn_count_cases(s: ModuleType) -> Iterator[Case]:
                 f"generated:turn-count#{n}", tuple(rules), "trim_to_recent_turn_count",
                 rows_json(g.history), {"max_turns": limit, "has_leading_breadcrumb": g.crumb},
             )
-    for n, g in enumerate(draw(s.conversation_histories(max_turns=4, max_steps=3), EXAMPLES)):
+    for n, g in enumerate(draw(s.conversation_histories(max_turns=4, max_steps=3,
+                                                        carriers=False), EXAMPLES)):
         for limit in (0, 1, 2):
             rules = ["KEEP-3", "LIMIT-2"] if limit == 0 else ["KEEP-2", "TURN-1"]
             if limit >= g.turn_count:

@@ -121,8 +121,7 @@ def hostile_cases() -> Iterator[Case]:
         history = _session(_a("calling"), _u(text), _a("done"))
         yield Case(f"hostile:carrier#{n}", ("TURN-3",), "index_turns", history, {})
         yield Case(f"hostile:carrier#{n}", ("EST-3",), "message_costs", history, {})
-        yield Case(f"hostile:carrier#{n}", ("KEEP-2",), "trim_to_recent_turn_count", history,
-                   {"max_turns": 1})
+        yield Case(f"hostile:carrier#{n}", ("TURN-4",), "drop_oldest_whole_turn", history, {})
     for n, text in enumerate(CRUMB_TEXTS):
         history = [{"role": "system", "content": "system"}, _u(text), _u("old request"),
                    _a("old answer"), _u("newest request"), _a("newest answer")]

@@ -140,6 +140,9 @@ def readme(found: VectorSet) -> str:
         "- `hostile:`: deep JSON, escaped lone surrogates, whitespace around envelopes,",
         "  non-finite numbers, foreign call shapes, odd image targets, localized breadcrumbs.",
         "- Every expected answer is histtrim's own, computed when the folder is exported.",
+        "- A vector's `rules` are the rules its source names, narrowed to the one that decides",
+        "  the answer first: a carrier history checks TURN-3, an exact budget fit KEEP-1, a",
+        "  turn-count trim the limit rules, an agent turn that met an overflow RUN-2/PAIR-4.",
         "",
         "| source | vectors |",
         "|---|---|",
@@ -163,6 +166,18 @@ def readme(found: VectorSet) -> str:
         *(f"| `{name}` | {functions[name]} |" for name in FUNCTIONS if functions[name]),
         "",
     ]
+    if found.combined:
+        lines += [
+            "## Left out: answers two rules decide at once",
+            "",
+            "A `[Tool results]` carrier history trimmed by a turn count or at an exact budget fit",
+            "depends on TURN-3 and on KEEP-1/KEEP-2 together; such cases are not exported, so a",
+            "failing vector always names the one rule that was broken. "
+            f"{len(found.combined)} cases (source, function):",
+            "",
+            *(f"- `{source}` `{function}`" for source, function in found.combined),
+            "",
+        ]
     if found.crashed:
         lines += [
             "## Left out: the reference itself fails",
