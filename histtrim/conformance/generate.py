@@ -6,6 +6,7 @@ and hypothesis (the `dev` extra)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import random
 import sys
 from collections.abc import Callable, Iterator
@@ -206,3 +207,28 @@ def generated_cases(root: Path) -> list[Case]:
     return [case for family in ALL for case in family(strategies)]
 
 
+
+
+def generated_cases_isolated(root: Path) -> list[Case]:
+    """`generated_cases` in a fresh interpreter: hypothesis draws are reproducible run to run,
+    but not after arbitrary code (a pytest session, the notebooks) has run in the process."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "histtrim.conformance.generate", str(root)],
+        capture_output=True, text=True, encoding="utf-8", check=False,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"generating the hypothesis cases failed:\n{done.stderr}")
+    return [Case(c["source"], tuple(c["rules"]), c["function"], c["history"], c["arguments"])
+            for c in json.loads(done.stdout)]
+
+
+if __name__ == "__main__":
+    import json
+
+    cases = generated_cases(Path(sys.argv[1]))
+    json.dump([{"source": c.source, "rules": c.rules, "function": c.function,
+                "history": c.history, "arguments": c.arguments} for c in cases], sys.stdout)
