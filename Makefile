@@ -21,7 +21,7 @@ NB ?= notebooks/*.ipynb
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
 
-.PHONY: install test lint typecheck pytest spec notebooks lab bench clean distclean
+.PHONY: install test lint typecheck pytest spec notebooks lab bench clean distclean vectors
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ pytest: $(INSTALLED)
 	$(BIN)/pytest -n 2 --dist loadscope --hypothesis-profile=ci $(PYTEST_NBVAL) tests notebooks
 
 test: lint typecheck pytest
+
+# Re-export the committed conformance vectors from the notebooks, the test strategies and the
+# hostile rows, with histtrim's answers (tests/test_conformance.py checks they are fresh).
+vectors: $(INSTALLED)
+	$(BIN)/histtrim conformance export conformance/vectors
 
 # Executed notebooks as HTML plus an index of notebooks and rule IDs.
 spec: $(INSTALLED)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..conformance.broken import BROKEN
 from .errors import EXIT_OK, InputError
@@ -78,7 +79,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(sys.stdin, sys.stdout, broken_name=args.broken)
 
 
-def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add `conformance export|run|serve` to the `histtrim` command."""
     parser = commands.add_parser(
         "conformance", help="conformance vectors: export, run another implementation, serve"

@@ -35,12 +35,13 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
 
 def _message_limit(self: Agent) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
-    saved = runtime.trim_conversation_to_recent_turns
-    runtime.trim_conversation_to_recent_turns = _message_count  # type: ignore[assignment]
+    name = "trim_conversation_to_recent_turns"
+    saved = getattr(runtime, name)
+    setattr(runtime, name, _message_count)
     try:
         _APPLY_TURN_LIMIT(self)
     finally:
-        runtime.trim_conversation_to_recent_turns = saved  # type: ignore[assignment]
+        setattr(runtime, name, saved)
 
 
 _APPLY_TURN_LIMIT = Agent._apply_turn_limit

@@ -7,9 +7,8 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 

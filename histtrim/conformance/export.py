@@ -137,7 +137,7 @@ def build(root: Path) -> VectorSet:
             crashed.append((case.source, case.function, type(error).__name__))
         finally:
             sys.setrecursionlimit(limit)
-    vectors = []
+    vectors: list[dict[str, Any]] = []
     combined: list[tuple[str, str]] = []
     for case, expected in _ends_of_sweeps(evaluated):
         key = _key(case)

@@ -209,7 +209,7 @@ def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObje
     for entry in appends:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("sender"), str):
             raise ProtocolError(INVALID_INPUT, "arguments.appends: expected {sender, row} objects")
-        (row,) = chat_rows([entry.get("row")])
+        (row,) = chat_rows([entry.get("row", {})])
         dropped.append(cache.append(entry["sender"], row))
     return {
         "dropped": dropped,

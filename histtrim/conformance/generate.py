@@ -36,6 +36,19 @@ def load_strategies(root: Path) -> ModuleType:
     return module
 
 
+def _without_local_constants() -> None:
+    """Hypothesis mixes in constants found in the local modules loaded so far, so the same
+    seed draws other examples in another process; vectors must not depend on that."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another hypothesis layout: nothing to pin
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def draw(strategy: Any, count: int) -> list[Any]:
     """`count` examples of a strategy, the same ones on every run (derandomized, no database)."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -74,13 +87,16 @@ def shrunk(strategy: Any, condition: Callable[[Any], bool]) -> Any:
 
 def _has_carrier(rows: list[Any]) -> bool:
     return any(
-        isinstance(r, ChatMessage) and r.role == "user" and r.content.startswith(TOOL_RESULTS_PREFIX)
+        isinstance(r, ChatMessage) and r.role == "user"
+        and r.content.startswith(TOOL_RESULTS_PREFIX)
         for r in rows
     )
 
 
 def _has_tools(rows: list[Any]) -> bool:
-    return any(getattr(r, "role", "tool") == "tool" or getattr(r, "kind", "") != "chat" for r in rows)
+    return any(
+        getattr(r, "role", "tool") == "tool" or getattr(r, "kind", "") != "chat" for r in rows
+    )
 
 
 def _turn_rules(g: Any) -> tuple[str, ...]:
@@ -229,6 +245,7 @@ def generated_cases_isolated(root: Path) -> list[Case]:
 if __name__ == "__main__":
     import json
 
+    _without_local_constants()
     cases = generated_cases(Path(sys.argv[1]))
     json.dump([{"source": c.source, "rules": c.rules, "function": c.function,
                 "history": c.history, "arguments": c.arguments} for c in cases], sys.stdout)

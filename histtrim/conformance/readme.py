@@ -18,8 +18,9 @@ FUNCTIONS = {
     "trim_to_recent_turn_count": ("history", "max_turns, has_leading_breadcrumb",
                                   "history, dropped, dropped_messages, dropped_turns, "
                                   "kept_turns, trimmed"),
-    "trim_conversation_to_recent_turns": ("structured items", "max_turns, "
-                                          "has_leading_breadcrumb", "as above"),
+    "trim_conversation_to_recent_turns": (
+        "structured items", "max_turns, has_leading_breadcrumb", "as above"
+    ),
     "drop_oldest_whole_turn": ("rows or items", "crumb_present", "history, dropped_messages"),
     "insert_breadcrumb": ("rows or items", "crumb_present", "history"),
     "to_chat_messages": ("structured items", "-", "history (provider-facing rows)"),
@@ -28,10 +29,11 @@ FUNCTIONS = {
                         "model_context_window"),
     "select_route": ("null", "config, agent, hint, session_model",
                      "provider, model and the four figures above"),
-    "capacity_report": ("request rows", "runtime {profile, provider, selected_model}, "
-                        "tool_schemas, hooks",
+    "capacity_report": (
+        "request rows", "runtime {profile, provider, selected_model}, tool_schemas, hooks",
                         "messages, images, hooks, tool_schemas, total, window, system, budget, "
-                        "capacity_known, fits"),
+        "capacity_known, fits",
+    ),
     "check_request": ("request rows", "as capacity_report",
                       "the report, or error `capacity_exceeded`"),
     "sweep_orphans": ("rows or items", "crumb_present", "history, removed [{kind, "
@@ -83,13 +85,13 @@ def readme(found: VectorSet) -> str:
         "",
         "## Files",
         "",
-        "- `<GROUP>.json`: one file per rule group (a vector lives in the group of its first rule);",
-        "  validated by `vectors.schema.json` (JSON Schema 2020-12).",
+        "- `<GROUP>.json`: one file per rule group (a vector lives in the group of its first",
+        "  rule); validated by `vectors.schema.json` (JSON Schema 2020-12).",
         "- Each vector: `id`, `rules` (the rule IDs it checks), `function`, `source` (where it",
         "  comes from), `history` (the input history, or null), `arguments`, `expected`",
         "  (`{\"result\": ...}` or `{\"error\": {\"kind\": ...}}`).",
-        "- Rows are `{\"role\", \"content\"}` (provider-facing); structured items add",
-        "  `kind: assistant_tool_calls` (`text`, `tool_calls`) or `kind: tool_results` (`results`).",
+        "- Rows are `{\"role\", \"content\"}` (provider-facing); structured items add `kind:",
+        "  assistant_tool_calls` (`text`, `tool_calls`) or `kind: tool_results` (`results`).",
         "",
         "## Running the kit",
         "",

@@ -26,8 +26,9 @@ from .scenario import step_json
 
 SKIPPED_NOTEBOOKS = {
     "00_index.ipynb": "the chapter index: it calls no history function",
-    "09_performance.ipynb": "timings on generated histories of thousands of rows, not worked examples",
-    "10_using_histtrim.ipynb": "drives the command line and the OpenAI adapter, not protocol functions",
+    "09_performance.ipynb": "timings on generated histories of thousands of rows, not examples",
+    "10_using_histtrim.ipynb": "drives the command line and the OpenAI adapter",
+    "12_conformance.ipynb": "runs the kit itself: the calls it shows are the vectors' own",
 }
 """Notebooks whose code is not run for vectors, and why; every other chapter is."""
 
@@ -95,7 +96,8 @@ def _select(config: Any, agent: str, **kwargs: Any) -> tuple[Any, dict[str, Any]
         "config": config.model_dump(mode="json"),
         "agent": agent,
         "hint": kwargs.get("hint"),
-        "session_model": session.model_dump() if hasattr(session, "model_dump") else session,
+        "session_model": session if session is None or isinstance(session, str)
+        else session.model_dump(),
     }
 
 
@@ -257,7 +259,8 @@ def _record_legacy(session: _Session, original: Callable[..., Any]) -> Callable[
             with session.outermost():
                 return original(provider, history, text, **kwargs)
         finally:
-            session.add("legacy_run", rows_json(history), {**arguments, "tool_outputs": outputs.texts})
+            recorded = {**arguments, "tool_outputs": outputs.texts}
+            session.add("legacy_run", rows_json(history), recorded)
 
     return run
 

@@ -4,6 +4,7 @@ hang (the process is restarted for the next vector)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -125,10 +126,8 @@ class Implementation:
         if process is None:
             return None
         if process.stdin is not None:
-            try:
+            with contextlib.suppress(OSError):
                 process.stdin.close()
-            except OSError:
-                pass
         try:
             return process.wait(timeout=2)
         except subprocess.TimeoutExpired:

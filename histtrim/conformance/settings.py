@@ -15,13 +15,19 @@ from .codec import rows_json
 
 MAX_TOKENS = (None, 0, 1, 6_000, 40_000, 300_000)
 RATIOS = (None, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5)
-PRUNING = ({}, {"enabled": True, "max_tokens": 4_096}, {"enabled": True, "max_tokens": 0},
-           {"enabled": False, "max_tokens": 100})
+PRUNING: tuple[dict[str, Any], ...] = (
+    {},
+    {"enabled": True, "max_tokens": 4_096},
+    {"enabled": True, "max_tokens": 0},
+    {"enabled": False, "max_tokens": 100},
+)
 WINDOWS = (None, 0, 16_000, 128_000)
 MODELS = ("gpt-x", " gpt-x ", "other-model", None)
 
 
-def _budget_rules(mct: Any, ratio: Any, pruning: dict[str, Any], window: Any, model: Any) -> list[str]:
+def _budget_rules(
+    mct: Any, ratio: Any, pruning: dict[str, Any], window: Any, model: Any
+) -> list[str]:
     known = bool(window) and (model is None or model.strip() == "gpt-x")
     valid_ratio = ratio is not None and 0 < ratio <= 1
     rules: list[str] = []
@@ -55,8 +61,9 @@ def budget_cases() -> Iterator[Case]:
     for n, (mct, ratio, pruning, window, model) in enumerate(random.Random(14).sample(grid, 180)):
         profile = {"max_context_tokens": mct, "context_compact_ratio": ratio,
                    "history_pruning": pruning}
+        rules = ("ROUTE-1", *_budget_rules(mct, ratio, pruning, window, model))
         yield Case(
-            f"generated:budget#{n}", ("ROUTE-1", *_budget_rules(mct, ratio, pruning, window, model)),
+            f"generated:budget#{n}", rules,
             "resolve_runtime", None,
             {"profile": profile, "provider": {"model": "gpt-x", "context_window": window},
              "selected_model": model},
@@ -85,13 +92,12 @@ CONFIG = {
 def route_cases() -> Iterator[Case]:
     sessions: list[Any] = [None, "gpt-x", "gpt-y", {"provider": "small"},
                            {"provider": "unknown", "model": "local"}, {"provider": "nowhere"}]
-    n = 0
-    for agent, hint, session in product(("coder", "helper", "plain", "ghost"),
-                                        (None, "cheap", "local", "typo"), sessions):
+    agents, hints = ("coder", "helper", "plain", "ghost"), (None, "cheap", "local", "typo")
+    grid = product(agents, hints, sessions)
+    for n, (agent, hint, session) in enumerate(grid):
         rules = ["ROUTE-2", "ROUTE-1"] if hint is not None or session is not None else ["ROUTE-1"]
         yield Case(f"generated:route#{n}", tuple(rules), "select_route", None,
                    {"config": CONFIG, "agent": agent, "hint": hint, "session_model": session})
-        n += 1
 
 
 def _request(size: int, images: int) -> list[Any]:
