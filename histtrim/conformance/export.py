@@ -82,11 +82,22 @@ def all_cases(root: Path) -> list[Case]:
     ]
 
 
-def _key(case: Case) -> str:
-    return canonical([case.function, case.history, case.arguments])
+def _key(case: Case, keys: dict[int, str]) -> str:
+    """What identifies a case: its function, history and arguments (as canonical JSON)."""
+    return "\n".join((case.function, _history_key(case, keys), canonical(case.arguments)))
 
 
-def _ends_of_sweeps(cases: list[tuple[Case, dict[str, Any]]]) -> list[tuple[Case, dict[str, Any]]]:
+def _history_key(case: Case, keys: dict[int, str]) -> str:
+    """The canonical text of a case's history, computed once per history list."""
+    key = keys.get(id(case.history))
+    if key is None:
+        key = keys[id(case.history)] = canonical(case.history)
+    return key
+
+
+def _ends_of_sweeps(
+    cases: list[tuple[Case, dict[str, Any]]], keys: dict[int, str]
+) -> list[tuple[Case, dict[str, Any]]]:
     """Within calls that differ only by one integer argument and give the same answer, keep
     the smallest and largest value: the edges where the answer changes."""
     groups: dict[str, list[tuple[Case, dict[str, Any]]]] = defaultdict(list)
@@ -94,7 +105,7 @@ def _ends_of_sweeps(cases: list[tuple[Case, dict[str, Any]]]) -> list[tuple[Case
         swept = next((a for a in INTEGER_ARGUMENTS if isinstance(
             case.arguments.get(a), int) and not isinstance(case.arguments.get(a), bool)), None)
         rest = {k: v for k, v in case.arguments.items() if k != swept}
-        groups[canonical([case.function, case.history, rest, swept, expected])].append(
+        groups[_history_key(case, keys) + canonical([case.function, rest, swept, expected])].append(
             (case, expected)
         )
     kept: list[tuple[Case, dict[str, Any]]] = []
@@ -120,8 +131,9 @@ def build(root: Path) -> VectorSet:
     listed = rules(root / "notebooks" / "spec" / "RULES.md")
     order = {rule.rule_id: n for n, rule in enumerate(listed)}
     merged: dict[str, Case] = {}
+    keys: dict[int, str] = {}
     for case in all_cases(root):
-        key = _key(case)
+        key = _key(case, keys)
         if key in merged:
             first = merged[key]
             case = Case(first.source, _union((*first.rules, *case.rules)), case.function,
@@ -139,8 +151,8 @@ def build(root: Path) -> VectorSet:
             sys.setrecursionlimit(limit)
     vectors: list[dict[str, Any]] = []
     combined: list[tuple[str, str]] = []
-    for case, expected in _ends_of_sweeps(evaluated):
-        key = _key(case)
+    for case, expected in _ends_of_sweeps(evaluated, keys):
+        key = _key(case, keys)
         checks = narrow(case.rules, case.function, case.history, case.arguments, expected)
         if checks is None:
             combined.append((case.source, case.function))

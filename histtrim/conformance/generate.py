@@ -44,8 +44,8 @@ def _without_local_constants() -> None:
     except ImportError:  # pragma: no cover - another hypothesis layout: nothing to pin
         return
     if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
-        empty = providers.Constants()
-        providers._get_local_constants = lambda: empty
+        empty = getattr(providers, "Constants")()  # noqa: B009 - not in its __all__
+        setattr(providers, "_get_local_constants", lambda: empty)  # noqa: B010
         providers.CONSTANTS_CACHE.cache.clear()
 
 

@@ -21,7 +21,7 @@ from ..providers import ScriptedProvider
 from ..route import ResolvedRuntime
 from ..runtime import Agent, Tool
 from ..specindex import RULE_ID
-from .codec import is_json_value, rows_json
+from .codec import is_json_value, row_json, rows_json
 from .scenario import step_json
 
 SKIPPED_NOTEBOOKS = {
@@ -45,8 +45,19 @@ class RecordedCall:
     arguments: dict[str, Any]
 
 
+_ROW_JSON: dict[int, tuple[Any, dict[str, Any]]] = {}
+"""id(row) -> (row, its JSON): rows are frozen, and a chapter passes the same rows again and
+again (a budget sweep), so each is converted once per export (the row is kept alive)."""
+
+
 def _rows(history: Any) -> list[Any]:
-    return rows_json(list(history))
+    found = []
+    for row in history:
+        cached = _ROW_JSON.get(id(row))
+        if cached is None or cached[0] is not row:
+            cached = _ROW_JSON[id(row)] = (row, row_json(row))
+        found.append(cached[1])
+    return found
 
 
 def _runtime(resolved: ResolvedRuntime) -> dict[str, Any]:
@@ -142,7 +153,7 @@ class _Session:
         return ()
 
     def add(self, function: str, history: Any, arguments: dict[str, Any]) -> None:
-        if is_json_value([history, arguments]):
+        if is_json_value(arguments):  # rows always are (their content is checked UTF-8 text)
             self.calls.append(
                 RecordedCall(
                     self.notebook, self.cell, self.heading_rules(), function, history, arguments
@@ -297,6 +308,7 @@ def record_notebook(path: Path) -> list[RecordedCall]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     path = path.resolve()
     session = _Session(path.name)
@@ -304,6 +316,8 @@ def record_notebook(path: Path) -> list[RecordedCall]:
     cwd = Path.cwd()
     os.chdir(path.parent)
     sys.path.insert(0, str(path.parent))
+    layout = Figure.tight_layout
+    Figure.tight_layout = lambda self, *a, **k: None  # type: ignore[method-assign]  # no drawing
     try:
         with _patched(session), contextlib.redirect_stdout(io.StringIO()):
             for number, cell in enumerate(_cells(path)):
@@ -328,6 +342,8 @@ def record_notebook(path: Path) -> list[RecordedCall]:
                         raise
                 plt.close("all")
     finally:
+        Figure.tight_layout = layout  # type: ignore[method-assign]
+        _ROW_JSON.clear()
         os.chdir(cwd)
         sys.path.remove(str(path.parent))
     return session.calls
