@@ -5,16 +5,17 @@ checks that the runner fails exactly those."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
 from .. import runtime, trim
-from ..messages import ChatMessage, conversation_rows
+from ..estimate import message_costs
+from ..messages import ChatMessage, chat_rows, conversation_rows
 from ..runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
-from ..trim import TurnCountTrimResult
-from ..turns import TurnIndex, index_turns
+from ..trim import TrimResult, TurnCountTrimResult
+from ..turns import index_turns
 
 
 def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool = False) -> Any:
@@ -47,16 +48,26 @@ def _message_limit(self: Agent) -> None:
 _APPLY_TURN_LIMIT = Agent._apply_turn_limit
 
 
-def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
-    """The budget fit with `<` where the rule says `<=`."""
+def _strict_trim(history: Any, budget_tokens: int, *, crumb_present: bool = False) -> TrimResult:
+    """The token trim, written from the public pieces, with `<` where the rule says `<=`
+    when it looks for the oldest turn to keep."""
+    rows = chat_rows(history)
+    index = index_turns(rows, crumb_present=crumb_present)
+    costs = message_costs(rows, index)
+    total = sum(costs)
+    if budget_tokens == 0 or total <= budget_tokens or index.turn_count <= 1:
+        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget_tokens)
     sums = list(accumulate(costs, initial=0))
-    fixed, total = sums[index.body_start], sums[-1]
+    fixed = sums[index.body_start]
     first = 0
     while first < index.turn_count - 1 and not (
-        fixed + total - sums[index.turn_start(first)] < budget
+        fixed + total - sums[index.turn_start(first)] < budget_tokens
     ):
         first += 1
-    return first, fixed + total - sums[index.turn_start(first)]
+    body, cut = index.body_start, index.turn_start(first)
+    kept, dropped = [*rows[:body], *rows[cut:]], list(rows[body:cut])
+    return TrimResult(kept, dropped, len(dropped), first, index.turn_count - first, total,
+                      fixed + total - sums[cut], budget_tokens)
 
 
 def _half_reactive(self: Agent, overflow: Exception) -> None:
@@ -105,7 +116,8 @@ BROKEN: dict[str, Broken] = {
     "lt-budget-fit": Broken(
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
-        lambda: [(trim, "first_turn_within", _strict_fit)],
+        lambda: [(trim, "trim_to_recent_turns", _strict_trim),
+                 (runtime, "trim_to_recent_turns", _strict_trim)],
     ),
     "carrier-opens-turn": Broken(
         "a `[Tool results]` user row opens a new turn",
