@@ -26,7 +26,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root without --allow-root (containers, CI): add it only for root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean
+.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean vectors
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ site-test: spec
 	$(BIN)/pytest -q tests/site
 
 test: lint typecheck pytest site-test
+
+# Re-export the committed conformance vectors from the notebooks, the test strategies and the
+# hostile rows, with histtrim's answers (tests/test_conformance.py checks they are fresh).
+vectors: $(INSTALLED)
+	$(BIN)/histtrim conformance export conformance/vectors
 
 # The living spec site (Sphinx + MyST-NB + sphinx-book-theme) from the committed notebook
 # outputs, nothing executed: quiet, one line per chapter, warnings are errors -> build/spec/.

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .conformance import register as register_conformance
 from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from .estimate import cmd_estimate, format_turn_table
 from .explain import cmd_explain, explain_route, load_route
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     route_args(explain, required=True)
     explain.set_defaults(run=cmd_explain)
+    register_conformance(commands)
     return parser
 
 

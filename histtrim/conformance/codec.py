@@ -1,0 +1,107 @@
+"""The protocol's JSON forms of rows, items and results: provider-facing rows are
+`{"role", "content"}`, structured items add `kind` for tool calls and tool results."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..messages import AssistantToolCalls, ChatMessage, ToolResults
+
+JsonObject = dict[str, Any]
+
+
+def row_json(item: BaseModel) -> JsonObject:
+    """One row or structured item as protocol JSON (a chat row carries no `kind`)."""
+    if isinstance(item, ChatMessage):
+        return {"role": item.role, "content": item.content}
+    if isinstance(item, AssistantToolCalls):
+        return {
+            "kind": "assistant_tool_calls",
+            "text": item.text,
+            "tool_calls": [call.model_dump() for call in item.tool_calls],
+        }
+    if isinstance(item, ToolResults):
+        return {
+            "kind": "tool_results",
+            "results": [result.model_dump() for result in item.results],
+        }
+    raise TypeError(f"not a history row: {type(item).__name__}")
+
+
+def rows_json(history: Iterable[BaseModel]) -> list[JsonObject]:
+    return [row_json(item) for item in history]
+
+
+def canonical(value: Any) -> str:
+    """The one JSON text of a value: sorted keys, no spaces, non-ASCII kept, no NaN."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def is_json_value(value: Any) -> bool:
+    """True for what a JSON document can carry (finite numbers, str keys)."""
+    try:
+        canonical(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class ProtocolError(Exception):
+    """A call the reference answers with an error: `kind` is what an implementation must say."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+INVALID_INPUT = "invalid_input"
+"""Bad input (a ValueError or ValidationError in histtrim, naming the field)."""
+
+
+def invalid(error: ValueError | ValidationError) -> ProtocolError:
+    return ProtocolError(INVALID_INPUT, str(error).splitlines()[0])
+
+
+def require(arguments: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
+    """An argument of the right JSON type, or an `invalid_input` error naming it."""
+    if name not in arguments:
+        raise ProtocolError(INVALID_INPUT, f"arguments.{name}: missing")
+    value = arguments[name]
+    if isinstance(value, bool) and bool not in (kinds if isinstance(kinds, tuple) else (kinds,)):
+        raise ProtocolError(INVALID_INPUT, f"arguments.{name}: expected {kinds}, got a boolean")
+    if not isinstance(value, kinds):
+        raise ProtocolError(INVALID_INPUT, f"arguments.{name}: expected {kinds}")
+    return value
+
+
+def optional(arguments: Mapping[str, Any], name: str, default: Any) -> Any:
+    return arguments.get(name, default)
+
+
+def history_list(history: Any) -> Sequence[Any]:
+    if not isinstance(history, list):
+        raise ProtocolError(INVALID_INPUT, "history: expected a JSON array")
+    return history
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a temp file beside it, fsync, then replace."""
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,253 @@
+"""The reference side of the protocol: each protocol function computed by histtrim, from the
+JSON a vector carries to the JSON result an implementation must return.
+
+The stateless functions live here; the agent-loop scenarios are in `scenario.py`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import capacity, carriers, estimate, route, safety, trim, turns
+from ..config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
+from ..messages import chat_rows, conversation_rows
+from .codec import (
+    INVALID_INPUT,
+    JsonObject,
+    ProtocolError,
+    history_list,
+    invalid,
+    optional,
+    require,
+    rows_json,
+)
+
+Function = Callable[[Any, Mapping[str, Any]], JsonObject]
+"""(history, arguments) -> result; raises `ProtocolError` for an expected error."""
+
+
+def _flag(arguments: Mapping[str, Any], name: str) -> bool:
+    value = optional(arguments, name, False)
+    if not isinstance(value, bool):
+        raise ProtocolError(INVALID_INPUT, f"arguments.{name}: expected a boolean")
+    return value
+
+
+def estimate_history_tokens(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return {"tokens": estimate.estimate_history_tokens(history_list(history))}
+
+
+def message_costs(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return {"costs": estimate.message_costs(chat_rows(history_list(history)))}
+
+
+def index_turns(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    rows = conversation_rows(history_list(history))
+    index = turns.index_turns(rows, crumb_present=_flag(arguments, "crumb_present"))
+    return {
+        "prefix_len": index.prefix_len,
+        "crumb": index.crumb,
+        "starts": list(index.starts),
+        "turn_count": index.turn_count,
+    }
+
+
+def _whole_turn(result: Any) -> JsonObject:
+    return {
+        "history": rows_json(result.history),
+        "dropped": rows_json(result.dropped),
+        "dropped_messages": result.dropped_messages,
+        "dropped_turns": result.dropped_turns,
+        "kept_turns": result.kept_turns,
+        "trimmed": result.trimmed,
+    }
+
+
+def trim_to_recent_turns(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    result = trim.trim_to_recent_turns(
+        history_list(history),
+        require(arguments, "budget_tokens", int),
+        crumb_present=_flag(arguments, "crumb_present"),
+    )
+    return {
+        **_whole_turn(result),
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+    }
+
+
+def trim_to_recent_turn_count(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return _whole_turn(
+        trim.trim_to_recent_turn_count(
+            history_list(history),
+            require(arguments, "max_turns", int),
+            has_leading_breadcrumb=_flag(arguments, "has_leading_breadcrumb"),
+        )
+    )
+
+
+def trim_conversation_to_recent_turns(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return _whole_turn(
+        trim.trim_conversation_to_recent_turns(
+            history_list(history),
+            require(arguments, "max_turns", int),
+            has_leading_breadcrumb=_flag(arguments, "has_leading_breadcrumb"),
+        )
+    )
+
+
+def drop_oldest_whole_turn(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    kept, dropped = trim.drop_oldest_whole_turn(
+        conversation_rows(history_list(history)), crumb_present=_flag(arguments, "crumb_present")
+    )
+    return {"history": rows_json(kept), "dropped_messages": dropped}
+
+
+def insert_breadcrumb(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    rows = trim.insert_breadcrumb(
+        conversation_rows(history_list(history)),
+        crumb_present=_flag(arguments, "crumb_present"),
+    )
+    return {"history": rows_json(rows)}
+
+
+def to_chat_messages(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    rows = carriers.to_chat_messages(conversation_rows(history_list(history)))
+    return {"history": rows_json(rows)}
+
+
+def resolved_json(resolved: route.ResolvedRuntime) -> JsonObject:
+    return {
+        "capacity": resolved.capacity,
+        "context_window": resolved.context_window,
+        "effective_context_budget": resolved.effective_context_budget(),
+        "model_context_window": resolved.model_context_window,
+    }
+
+
+def runtime_of(value: Any) -> route.ResolvedRuntime:
+    """`{"profile", "provider", "selected_model"}` resolved (ROUTE-1)."""
+    if not isinstance(value, Mapping):
+        raise ProtocolError(INVALID_INPUT, "arguments.runtime: expected an object")
+    provider = value.get("provider")
+    model = value.get("selected_model")
+    if model is not None and not isinstance(model, str):
+        raise ProtocolError(INVALID_INPUT, "arguments.selected_model: expected a string or null")
+    return route.resolve_runtime(
+        RuntimeProfile.model_validate(value.get("profile", {})),
+        None if provider is None else ProviderProfile.model_validate(provider),
+        model,
+    )
+
+
+def resolve_runtime(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return resolved_json(runtime_of(arguments))
+
+
+def select_route(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    config = AgentConfig.model_validate(require(arguments, "config", dict))
+    session = optional(arguments, "session_model", None)
+    if isinstance(session, Mapping):
+        session = ModelRoute.model_validate(session)
+    resolved = route.select_route(
+        config,
+        require(arguments, "agent", str),
+        hint=optional(arguments, "hint", None),
+        session_model=session,
+    )
+    return {"provider": resolved.provider_alias, "model": resolved.model, **resolved_json(resolved)}
+
+
+def capacity_report(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    report = capacity.capacity_report(
+        history_list(history),
+        runtime=runtime_of(require(arguments, "runtime", dict)),
+        tool_schemas=optional(arguments, "tool_schemas", []),
+        hooks=optional(arguments, "hooks", []),
+    )
+    return {**report.model_dump(), "fits": report.fits}
+
+
+def check_request(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """The capacity check (CAP-2): the report when the request fits, else an error."""
+    result = capacity_report(history, arguments)
+    if not result["fits"]:
+        raise ProtocolError(
+            "capacity_exceeded", f"request of {result['total']} tokens > {result['window']}"
+        )
+    return result
+
+
+def sweep_orphans(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    swept = safety.sweep_orphans(
+        history_list(history), crumb_present=_flag(arguments, "crumb_present")
+    )
+    return {
+        "history": rows_json(swept.history),
+        "removed": [
+            {"kind": r.kind, "tool_call_id": r.tool_call_id, "position": r.position}
+            for r in swept.removed
+        ],
+    }
+
+
+def cap_tool_result(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    return {
+        "content": safety.cap_tool_result(
+            require(arguments, "content", str), require(arguments, "max_chars", int)
+        )
+    }
+
+
+def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """Rows appended per sender, in order: what each append dropped and what is left (LIMIT-3)."""
+    cache = safety.ChannelSenderCache(require(arguments, "max_rows", int))
+    appends = require(arguments, "appends", list)
+    dropped = []
+    for entry in appends:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("sender"), str):
+            raise ProtocolError(INVALID_INPUT, "arguments.appends: expected {sender, row} objects")
+        (row,) = chat_rows([entry.get("row", {})])
+        dropped.append(cache.append(entry["sender"], row))
+    return {
+        "dropped": dropped,
+        "rows": {str(sender): rows_json(cache.rows(sender)) for sender in cache.senders()},
+    }
+
+
+def guarded(function: Function) -> Function:
+    """Bad input becomes the `invalid_input` protocol error."""
+
+    def call(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+        try:
+            return function(history, arguments)
+        except (ValueError, ValidationError) as error:  # ValidationError is a ValueError
+            raise invalid(error) from None
+
+    call.__name__ = function.__name__
+    return call
+
+
+STATELESS: dict[str, Function] = {
+    f.__name__: guarded(f)
+    for f in (
+        estimate_history_tokens,
+        message_costs,
+        index_turns,
+        trim_to_recent_turns,
+        trim_to_recent_turn_count,
+        trim_conversation_to_recent_turns,
+        drop_oldest_whole_turn,
+        insert_breadcrumb,
+        to_chat_messages,
+        resolve_runtime,
+        select_route,
+        capacity_report,
+        check_request,
+        sweep_orphans,
+        cap_tool_result,
+        channel_sender_cache,
+    )
+}

@@ -1,0 +1,57 @@
+"""histtrim as the reference implementation of every protocol function, and the rules each
+function's result can demonstrate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .codec import JsonObject, ProtocolError
+from .functions import STATELESS, Function
+from .scenario import SCENARIOS
+
+FUNCTIONS: dict[str, Function] = {**STATELESS, **SCENARIOS}
+"""Protocol function name -> histtrim's answer (the order is the README's order)."""
+
+
+def _ids(spec: str) -> tuple[str, ...]:
+    """`"TURN-2..5 PAIR-1"` -> every ID it names."""
+    found: list[str] = []
+    for part in spec.split():
+        name, _, numbers = part.rpartition("-")
+        low, _, high = numbers.partition("..")
+        found.extend(f"{name}-{n}" for n in range(int(low), int(high or low) + 1))
+    return tuple(found)
+
+
+FUNCTION_RULES: dict[str, tuple[str, ...]] = {
+    "estimate_history_tokens": _ids("EST-1..4"),
+    "message_costs": _ids("EST-1..4"),
+    "index_turns": _ids("TURN-2..3 TURN-5"),
+    "trim_to_recent_turns": _ids("KEEP-1 KEEP-3 CAP-1 TURN-2..6 PAIR-1"),
+    "trim_to_recent_turn_count": _ids("KEEP-2..3 LIMIT-1..2 TURN-2..6 PAIR-1"),
+    "trim_conversation_to_recent_turns": _ids("KEEP-2..3 LIMIT-1..2 TURN-1..6 PAIR-1"),
+    "drop_oldest_whole_turn": _ids("TURN-4 TURN-2..3 TURN-5 PAIR-1"),
+    "insert_breadcrumb": _ids("SEEN-1"),
+    "to_chat_messages": _ids("TURN-1"),
+    "resolve_runtime": _ids("BUDGET-1..9 ROUTE-1 ROUTE-3..4"),
+    "select_route": _ids("ROUTE-2 ROUTE-1 ROUTE-3..4 BUDGET-1..9"),
+    "capacity_report": _ids("CAP-2..4"),
+    "check_request": _ids("CAP-2..4"),
+    "sweep_orphans": _ids("PAIR-2"),
+    "cap_tool_result": _ids("PAIR-3"),
+    "channel_sender_cache": _ids("LIMIT-3"),
+    "agent_turn": _ids(
+        "RUN-1..3 SEEN-1..3 CAP-1..4 LIMIT-1..2 PAIR-1..4 ROUTE-2 TURN-1 KEEP-2..3"
+    ),
+    "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
+}
+"""The rules a function's result can check; the first is its rule when a source names none."""
+
+
+def evaluate(function: str, history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """The expected outcome of one call: `{"result": ...}` or `{"error": {"kind": ...}}`."""
+    try:
+        return {"result": FUNCTIONS[function](history, arguments)}
+    except ProtocolError as error:
+        return {"error": {"kind": error.kind}}

@@ -1,0 +1,269 @@
+"""The conformance kit (issue 14): the committed vectors are a fresh export, every rule has
+vectors, the runner passes histtrim's own `serve` and fails each broken variant on exactly
+the rules it breaks, and a crashing, hanging or babbling implementation is a failure."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import jsonschema
+import pytest
+
+from histtrim.cli import main
+from histtrim.conformance import (
+    FUNCTION_RULES,
+    FUNCTIONS,
+    Vector,
+    answer,
+    build,
+    judge,
+    load,
+    patterns,
+    render,
+    run,
+    same,
+    select,
+    tally,
+)
+from histtrim.conformance.broken import BROKEN
+from histtrim.conformance.export import MissingRules, VectorSet, check_coverage
+from histtrim.conformance.record import record_notebook
+from histtrim.conformance.schema import VECTOR_FILE_SCHEMA
+from histtrim.conformance.tags import narrow
+from histtrim.specindex import rule_ids
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "conformance" / "vectors"
+RULES_MD = ROOT / "notebooks" / "spec" / "RULES.md"
+SERVE = [sys.executable, "-m", "histtrim.cli", "conformance", "serve"]
+
+
+@pytest.fixture(scope="module")
+def committed() -> list[Vector]:
+    return load(VECTORS)[0]
+
+
+def test_committed_vectors_equal_a_fresh_export() -> None:
+    fresh = render(build(ROOT))
+    on_disk = {p.name: p.read_text(encoding="utf-8") for p in VECTORS.iterdir() if p.is_file()}
+    stale = sorted(n for n in fresh.keys() | on_disk.keys() if fresh.get(n) != on_disk.get(n))
+    assert not stale, f"conformance/vectors is stale ({', '.join(stale)}): run make vectors"
+
+
+def test_every_file_follows_the_schema() -> None:
+    files = sorted(p for p in VECTORS.glob("*.json") if p.name != "vectors.schema.json")
+    schema = json.loads((VECTORS / "vectors.schema.json").read_text(encoding="utf-8"))
+    assert schema == VECTOR_FILE_SCHEMA
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for path in files:
+        jsonschema.validate(json.loads(path.read_text(encoding="utf-8")), schema)
+    assert [p.stem for p in files] == sorted(
+        {rule.split("-")[0] for rule in rule_ids(RULES_MD)}
+    )
+
+
+def test_at_least_500_vectors_and_every_rule_covered(committed: list[Vector]) -> None:
+    assert len(committed) >= 500
+    assert len({v.id for v in committed}) == len(committed)
+    covered = {rule for v in committed for rule in v.rules}
+    assert covered == set(rule_ids(RULES_MD))
+    for vector in committed:
+        assert vector.function in FUNCTIONS
+        assert set(vector.rules) <= set(FUNCTION_RULES[vector.function]) | {"TURN-3", "KEEP-1"}
+
+
+def test_every_source_kind_contributes(committed: list[Vector]) -> None:
+    kinds = {v.source.split(":")[0] for v in committed}
+    assert kinds == {"notebook", "generated", "shrunk", "hostile"}
+    notebooks = {v.source.split(":")[1].split("#")[0] for v in committed
+                 if v.source.startswith("notebook:")}
+    assert {"01_turns.ipynb", "05_route_and_capacity.ipynb", "08_pairing_safety.ipynb"} <= notebooks
+
+
+def test_a_rule_without_vectors_fails_the_build(committed: list[Vector]) -> None:
+    found = build_from(committed)
+    check_coverage(found)  # the real set is complete
+    without = VectorSet(found.rules, [v for v in found.vectors if "LIMIT-3" not in v["rules"]])
+    with pytest.raises(MissingRules, match="LIMIT-3"):
+        check_coverage(without)
+
+
+def build_from(vectors: list[Vector]) -> VectorSet:
+    from histtrim.specindex import rules
+
+    return VectorSet(rules(RULES_MD), [{"rules": list(v.rules)} for v in vectors])
+
+
+def test_the_runner_passes_histtrim_serve_on_every_vector(committed: list[Vector]) -> None:
+    outcomes = run(committed, SERVE, timeout=30)
+    failed = [(o.vector.id, o.reason) for o in outcomes if o.status != "passed"]
+    assert not failed
+    assert len(outcomes) == len(committed)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_each_broken_implementation_fails_exactly_the_rules_it_breaks(
+    committed: list[Vector], name: str
+) -> None:
+    outcomes = run(committed, [*SERVE, "--broken", name], timeout=30)
+    rows = tally(outcomes, rule_ids(RULES_MD), ("*",))
+    failing = {row.rule_id for row in rows if not row.ok}
+    assert failing == set(BROKEN[name].breaks)
+
+
+def test_the_exported_readme_documents_the_protocol_and_counts(committed: list[Vector]) -> None:
+    text = (VECTORS / "README.md").read_text(encoding="utf-8")
+    assert f"{len(committed)} vectors." in text
+    for function in FUNCTIONS:
+        assert f"`{function}`" in text
+    assert "not_implemented" in text and "--rules" in text
+
+
+# The runner against misbehaving implementations: failures, never a hang.
+
+def _fake(tmp_path: Path, body: str) -> list[str]:
+    script = tmp_path / "impl.py"
+    script.write_text("import sys, json, time\n" + body, encoding="utf-8")
+    return [sys.executable, str(script)]
+
+
+def _few(committed: list[Vector]) -> list[Vector]:
+    return [v for v in committed if v.function == "cap_tool_result"][:3]
+
+
+def test_a_crash_is_a_failure_and_the_next_vector_restarts(
+    committed: list[Vector], tmp_path: Path
+) -> None:
+    command = _fake(tmp_path, "sys.stdin.readline()\nsys.exit(3)\n")
+    outcomes = run(_few(committed), command, timeout=5)
+    assert [o.status for o in outcomes] == ["failed"] * 3
+    assert "exited (code 3)" in outcomes[0].reason
+
+
+def test_a_hang_costs_one_timeout_per_vector(committed: list[Vector], tmp_path: Path) -> None:
+    command = _fake(tmp_path, "time.sleep(60)\n")
+    outcomes = run(_few(committed)[:2], command, timeout=0.3)
+    assert [o.status for o in outcomes] == ["failed", "failed"]
+    assert "no response within 0.3 s" in outcomes[0].reason
+
+
+def test_malformed_and_foreign_responses_fail(committed: list[Vector], tmp_path: Path) -> None:
+    body = (
+        "for n, line in enumerate(sys.stdin):\n"
+        "    r = json.loads(line)\n"
+        "    out = ['not json', json.dumps({'id': 'other', 'result': {}}),\n"
+        "           json.dumps({'id': r['id'], 'error': {'kind': 'not_implemented'}})][n % 3]\n"
+        "    print(out, flush=True)\n"
+    )
+    outcomes = run(_few(committed), _fake(tmp_path, body), timeout=5)
+    assert [o.status for o in outcomes] == ["failed", "failed", "not_implemented"]
+    assert outcomes[0].reason.startswith("malformed response line")
+
+
+def test_judge_compares_json_values_strictly() -> None:
+    assert same({"a": [1, 2.0]}, {"a": [1.0, 2]})
+    assert not same({"trimmed": True}, {"trimmed": 1})
+    assert not same([0], [False])
+    assert not same({"a": 1}, {"a": 1, "b": None})
+    expected = {"error": {"kind": "k"}}
+    vector = Vector("x-1", ("PAIR-3",), "cap_tool_result", "test", None, {}, expected)
+    assert judge(vector, {"id": "x-1", "error": {"kind": "k", "message": "any"}}).status == "passed"
+    assert judge(vector, {"id": "x-1", "error": {"kind": "other"}}).status == "failed"
+    assert judge(vector, {"id": "x-1", "result": {}}).status == "failed"
+
+
+def test_rules_patterns_narrow_the_scope(committed: list[Vector]) -> None:
+    scope = patterns("KEEP-*, EST-1")
+    chosen = select(committed, scope)
+    assert chosen and all(
+        any(r.startswith("KEEP-") or r == "EST-1" for r in v.rules) for v in chosen
+    )
+    assert patterns(None) == ("*",)
+    with pytest.raises(ValueError, match="rules"):
+        patterns(" , ")
+
+
+def test_serve_answers_bad_requests_without_dying() -> None:
+    lines = "not json\n" + json.dumps({"id": "a", "function": "nope", "arguments": {}}) + "\n" + \
+        json.dumps({"id": "b", "function": "trim_to_recent_turns", "history": [],
+                    "arguments": {"budget_tokens": -1}}) + "\n"
+    done = subprocess.run(SERVE, input=lines, capture_output=True, text=True, timeout=60)
+    kinds = [json.loads(line)["error"]["kind"] for line in done.stdout.splitlines()]
+    assert kinds == ["invalid_request", "not_implemented", "invalid_input"]
+    assert answer({"id": 1, "function": "cap_tool_result", "arguments": []})["error"]["kind"] == \
+        "invalid_request"
+
+
+def test_cli_run_reports_per_rule_writes_junit_and_sets_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "junit.xml"
+    code = main(["conformance", "run", "--vectors", str(VECTORS), "--rules", "PAIR-3",
+                 "--junit", str(report), "--", *SERVE])
+    out = capsys.readouterr().out
+    assert code == 0 and "PAIR-3" in out and "KEEP-1" not in out
+    suites = ElementTree.parse(report).getroot()
+    assert [s.get("name") for s in suites] == ["PAIR-3"] and suites[0].get("failures") == "0"
+    code = main(["conformance", "run", "--vectors", str(VECTORS), "--rules", "KEEP-1", "--",
+                 *SERVE, "--broken", "lt-budget-fit"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "KEEP-1: first failing vector trim_to_recent_turns-" in out and "--- expected" in out
+
+
+def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "run", "--vectors", str(VECTORS)]) == 2
+    assert main(["conformance", "run", "--vectors", str(tmp_path), "--", "true"]) == 2
+    assert main(["conformance", "run", "--vectors", str(VECTORS), "--rules", "NOPE-*", "--",
+                 "true"]) == 2
+    assert main(["conformance", "export", str(tmp_path / "v"), "--root", str(tmp_path)]) == 2
+    assert "not found" in capsys.readouterr().err
+
+
+# Sources and tags.
+
+def test_the_recorder_records_calls_under_their_heading_rules(tmp_path: Path) -> None:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": "# Chapter\n## KEEP-3 the newest"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+         "source": "from histtrim import ChatMessage, trim_to_recent_turns\n"
+                   "rows = [ChatMessage.user('a' * 40), ChatMessage.user('b')]\n"
+                   "trim_to_recent_turns(rows, 1)\n"},
+        {"cell_type": "code", "metadata": {"tags": ["raises-exception"]}, "outputs": [],
+         "execution_count": None, "source": "trim_to_recent_turns(rows, -1)\n"},
+    ]
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}), encoding="utf-8")
+    calls = record_notebook(path)
+    assert [(c.cell, c.heading_rules, c.arguments["budget_tokens"]) for c in calls] == [
+        (1, ("KEEP-3",), 1), (2, ("KEEP-3",), -1)
+    ]
+    assert {c.function for c in calls} == {"trim_to_recent_turns"}
+    assert calls[0].history == [{"role": "user", "content": "a" * 40},
+                                {"role": "user", "content": "b"}]
+    cells[2]["metadata"] = {}
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}), encoding="utf-8")
+    with pytest.raises(ValueError, match="budget_tokens"):
+        record_notebook(path)
+
+
+def test_narrow_keeps_the_deciding_rule() -> None:
+    carrier = [{"role": "user", "content": "q"}, {"role": "user", "content": "[Tool results]\nx"}]
+    plain = [{"role": "user", "content": "q"}]
+    fit = {"result": {"trimmed": True, "tokens_after": 9}}
+    assert narrow(("KEEP-1", "TURN-2"), "index_turns", carrier, {}, {"result": {}}) == ("TURN-3",)
+    assert narrow(("TURN-4",), "trim_to_recent_turns", plain, {"budget_tokens": 9}, fit) == \
+        ("KEEP-1",)
+    assert narrow(("TURN-4",), "trim_to_recent_turns", carrier, {"budget_tokens": 9}, fit) is None
+    assert narrow(("TURN-6", "LIMIT-2"), "trim_to_recent_turn_count", plain, {}, fit) == \
+        ("LIMIT-2",)
+    assert narrow(("TURN-2",), "trim_to_recent_turn_count", plain, {}, fit) == ("KEEP-2",)
+    overflowed = {"result": {"requests": [{"outcome": "overflow"}]}}
+    assert narrow(("RUN-1", "PAIR-4"), "agent_turn", [], {"text": "x"}, overflowed) == ("PAIR-4",)
+    assert narrow(("EST-1",), "message_costs", plain, {}, {"result": {}}) == ("EST-1",)
