@@ -4,7 +4,7 @@ event subscribers, and client transports (in memory, or JSON Lines on a stream).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TextIO
 
@@ -45,14 +45,24 @@ class HistoryTrimmed(_Frozen):
     tokens_before: NonNegativeInt
     tokens_after: NonNegativeInt
     budget: NonNegativeInt
+    counter: StrictStr | None = None
+    """The `token_counter` the token figures come from; None (left out of the wire form):
+    the spec's estimate (EST-1)."""
 
     @property
     def description(self) -> str:
         return self.reason.description
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The fields, `counter` only when set (a trim by the spec's estimate reads as before)."""
+        for name, value in super().__repr_args__():
+            if name != "counter" or value is not None:
+                yield name, value
+
     def to_wire(self) -> dict[str, Any]:
         """The client wire form: plain JSON values, the reason's text included."""
-        return {**self.model_dump(mode="json"), "description": self.description}
+        exclude = {"counter"} if self.counter is None else None
+        return {**self.model_dump(mode="json", exclude=exclude), "description": self.description}
 
     def to_json(self) -> str:
         """One compact JSON line with sorted keys (deterministic)."""
