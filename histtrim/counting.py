@@ -48,11 +48,12 @@ class _Counts(dict[Any, int]):
 
 def counter_name(counter: TokenCounter) -> str:
     """What a result or event says the figures were counted with: the counter's `name`
-    attribute when it has one (e.g. `exact_counter`'s "o200k_base"), else its qualified name."""
+    attribute when it has one (e.g. `exact_counter`'s "o200k_base"), else its `__name__` (a
+    function's), else its class name."""
     name = getattr(counter, "name", None)
     if isinstance(name, str) and name:
         return name
-    return str(getattr(counter, "__qualname__", type(counter).__qualname__))
+    return str(getattr(counter, "__name__", type(counter).__name__))
 
 
 def counted_tokens(row: ChatMessage, counter: TokenCounter) -> int:

@@ -122,10 +122,10 @@ class TokenLedger(Sequence[ChatMessage]):
         row = _as_row(row)
         position = len(self._rows)
         if row.facts.opens_turn:
+            cost = self._cost(row, current_turn=False)  # first: a failing counter changes nothing
             self._close_current_turn()
             self._last_open = position
             self._turns += 1
-            cost = self._cost(row, current_turn=False)
         else:
             current = self._last_open >= 0
             cost = self._cost(row, current_turn=current)
