@@ -124,3 +124,5 @@ def test_run2_retries_needed_for_an_under_count() -> None:
     assert retries_to_fit(2 / 3) == 1
     assert retries_to_fit(0.6) == 2
     assert retries_to_fit(0.37) == math.ceil(math.log(0.37) / math.log(2 / 3))
+    assert retries_to_fit(0.66, fill=0.97) == 1  # a request a little under the window
+    assert retries_to_fit(0.99, fill=0.97) == 0

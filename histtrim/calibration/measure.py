@@ -215,10 +215,11 @@ def overshoot(ratio: float) -> float:
     return max(1 / ratio - 1, 0.0)
 
 
-def retries_to_fit(ratio: float) -> int:
-    """RUN-2: how many 2/3 retries bring a request estimated at the window under it, when the
-    trim removes estimate and real size alike: the smallest k with (2/3)^k <= ratio."""
-    retries, left = 0, 1.0
+def retries_to_fit(ratio: float, fill: float = 1.0) -> int:
+    """RUN-2: how many 2/3 retries bring a request estimated at `fill` x the window (1: exactly
+    at it) under the real window, when the trim removes estimate and real size alike and the
+    estimate / real is `ratio`: the smallest k with fill x (2/3)^k <= ratio."""
+    retries, left = 0, fill
     while left > ratio + 1e-12:
         left *= RETRY_FACTOR
         retries += 1
