@@ -11,6 +11,7 @@ from typing import Any
 from ..adapters import trim_records
 from ..adapters.openai import openai_breadcrumb
 from ..carriers import to_chat_messages
+from ..counting import TokenCounter, counted_costs, counter_name
 from ..estimate import estimate_history_tokens
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import BREADCRUMB, ChatMessage
@@ -20,6 +21,14 @@ from ..turns import index_turns
 from .errors import EXIT_OK, InputError
 from .explain import load_route
 from .sessions import Session, check_crumb, read_session, render, write
+from .tokenizer import token_counter
+
+
+def _tokens(rows: list[ChatMessage], counter: TokenCounter | None) -> int:
+    """The rows' size: the spec's estimate, or with the `--tokenizer` counter."""
+    if counter is None:
+        return estimate_history_tokens(rows)
+    return sum(counted_costs(rows, counter))
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,7 @@ class _Limits:
     max_turns: int | None
     budget: int | None
     route: ResolvedRuntime | None = None
+    counter: TokenCounter | None = None
 
     def describe(self) -> str:
         parts = []
@@ -38,14 +48,19 @@ class _Limits:
             parts.append(f"max turns {self.max_turns}")
         if self.route is not None:
             parts.append(f"route {self.route.provider_alias}/{self.route.model or '-'}")
+        if self.counter is not None:
+            parts.append(f"counted by {counter_name(self.counter)}")
         return ", ".join(parts)
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
+    counter = token_counter(args)
     if args.config is None:
-        return _Limits(args.max_turns, args.budget)
+        return _Limits(args.max_turns, args.budget, counter=counter)
     runtime = load_route(args)
-    return _Limits(runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime)
+    return _Limits(
+        runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime, counter
+    )
 
 
 def _crumb_record(session: Session) -> dict[str, Any]:
@@ -77,12 +92,13 @@ def _trim_rows(
             crumb_present=crumb,
             breadcrumb_record=_crumb_record(session),
             budget_in_force=limits.budget or 0,
+            token_counter=limits.counter,
         )
         records, rows, crumb = result.records, result.rows, result.crumb_present
         turns = result.result.kept_turns
         if result.event is not None:
             events.append(result.event)
-    return records, events, turns, estimate_history_tokens(rows)
+    return records, events, turns, _tokens(rows, limits.counter)
 
 
 def _trim_structured(
@@ -98,7 +114,7 @@ def _trim_structured(
             field="kind",
         )
     items: list[Any] = list(session.items)
-    before = estimate_history_tokens(to_chat_messages(items))
+    before = _tokens(to_chat_messages(items), limits.counter)
     if limits.max_turns is None:
         return session.records, [], index_turns(items, crumb_present=crumb).turn_count, before
     result = trim_conversation_to_recent_turns(
@@ -108,7 +124,7 @@ def _trim_structured(
         return session.records, [], result.kept_turns, before
     # The structured trim drops the breadcrumb; as its owner, put it back (SEEN-1).
     kept = insert_breadcrumb(result.history, crumb_present=False)
-    after = estimate_history_tokens(to_chat_messages(kept))
+    after = _tokens(to_chat_messages(kept), limits.counter)
     event = HistoryTrimmed(
         reason=TrimReason.TURN_LIMIT,
         dropped_messages=result.dropped_messages,
@@ -116,6 +132,7 @@ def _trim_structured(
         tokens_before=before,
         tokens_after=after,
         budget=limits.budget or 0,
+        counter=None if limits.counter is None else counter_name(limits.counter),
     )
     records = [item.model_dump(mode="json") for item in kept]
     return records, [event], result.kept_turns, after
@@ -127,12 +144,12 @@ def cmd_trim(args: argparse.Namespace) -> int:
     check_crumb(session, args.crumb_present)
     turns_before = index_turns(session.items, crumb_present=args.crumb_present).turn_count
     if session.rows is not None:
-        tokens_before = estimate_history_tokens(session.rows)
+        tokens_before = _tokens(session.rows, limits.counter)
         records, events, turns, tokens = _trim_rows(
             session, session.rows, limits, args.crumb_present
         )
     else:
-        tokens_before = estimate_history_tokens(to_chat_messages(session.items))
+        tokens_before = _tokens(to_chat_messages(session.items), limits.counter)
         records, events, turns, tokens = _trim_structured(session, limits, args.crumb_present)
     write(args.output, render(session, records))
     for event in events:
