@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -53,16 +53,20 @@ def row_text(row: ChatMessage) -> str:
     return row.content
 
 
-@dataclass(frozen=True)
 class ExactCounter:
     """A `token_counter`: the BPE tokens of a row's text in one vocabulary.
 
     It counts `row_text(row)`; the framing tokens and the image price stay the spec's. In the
     current turn, a tool result that declares attachments is priced by the spec on its envelope's
-    `content` only; the counter counts the whole envelope there (a few tokens over, never under)."""
+    `content` only; the counter counts the whole envelope there (a few tokens over, never under).
+    Two counters of one vocabulary are equal, so they share the counts cached on the rows."""
 
-    name: str
-    _count: Any = field(repr=False, compare=False)
+    __slots__ = ("_count", "_hash", "name")
+
+    def __init__(self, name: str, count: Callable[[str], int]) -> None:
+        self.name = name
+        self._count = count
+        self._hash = hash((ExactCounter, name))
 
     def __call__(self, row: ChatMessage) -> int:
         return int(self._count(row_text(row)))
@@ -70,6 +74,15 @@ class ExactCounter:
     def count_text(self, text: str) -> int:
         """The tokens of a plain text (no framing)."""
         return int(self._count(text))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ExactCounter) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"ExactCounter({self.name!r})"
 
 
 def _check_encoding(encoding: str) -> str:
