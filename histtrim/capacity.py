@@ -3,10 +3,10 @@ whatever the proactive budget is; otherwise no provider is called."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from .counting import TokenCounter, counted_costs, counter_name
 from .estimate import (
@@ -41,7 +41,21 @@ class CapacityReport(BaseModel):
     """The proactive target, for the diagnostic only: it never decides the check (CAP-3)."""
     capacity_known: bool
     counter: str | None = None
-    """The `token_counter` that priced the messages' text; None: the spec's estimate (EST-1)."""
+    """The `token_counter` that priced the messages' text; None (then left out of every dump):
+    the spec's estimate (EST-1)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.counter is None:
+            data.pop("counter", None)
+        return data
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The fields, `counter` only when set."""
+        for name, value in super().__repr_args__():
+            if name != "counter" or value is not None:
+                yield name, value
 
     @property
     def fits(self) -> bool:

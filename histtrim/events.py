@@ -8,7 +8,15 @@ from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TextIO
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    SerializerFunctionWrapHandler,
+    StrictStr,
+    model_serializer,
+)
 
 
 class TrimReason(StrEnum):
@@ -46,8 +54,15 @@ class HistoryTrimmed(_Frozen):
     tokens_after: NonNegativeInt
     budget: NonNegativeInt
     counter: StrictStr | None = None
-    """The `token_counter` the token figures come from; None (left out of the wire form):
-    the spec's estimate (EST-1)."""
+    """The `token_counter` the token figures come from; None (then left out of every dump and
+    of the wire form): the spec's estimate (EST-1)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.counter is None:
+            data.pop("counter", None)
+        return data
 
     @property
     def description(self) -> str:
@@ -61,8 +76,7 @@ class HistoryTrimmed(_Frozen):
 
     def to_wire(self) -> dict[str, Any]:
         """The client wire form: plain JSON values, the reason's text included."""
-        exclude = {"counter"} if self.counter is None else None
-        return {**self.model_dump(mode="json", exclude=exclude), "description": self.description}
+        return {**self.model_dump(mode="json"), "description": self.description}
 
     def to_json(self) -> str:
         """One compact JSON line with sorted keys (deterministic)."""
