@@ -9,6 +9,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from .carriers import to_chat_messages
+from .counting import TokenCounter
 from .ledger import TokenLedger
 from .messages import ChatMessage, ConversationMessage
 
@@ -27,11 +28,11 @@ class AgentHistory:
     """Structured items, the rows of each (converted once) and their `TokenLedger`, behind
     the system rows in `head`; `crumb` is the owner's breadcrumb flag."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, token_counter: TokenCounter | None = None) -> None:
         self.items: list[ConversationMessage] = []
         self.item_rows: list[tuple[ChatMessage, ...]] = []
         """The provider-facing rows of each item, converted once."""
-        self.ledger = TokenLedger()
+        self.ledger = TokenLedger(token_counter=token_counter)
         self.head: tuple[ChatMessage, ...] = ()
         self.crumb = False
 

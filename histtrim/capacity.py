@@ -3,11 +3,12 @@ whatever the proactive budget is; otherwise no provider is called."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
+from .counting import TokenCounter, counted_costs, counter_name
 from .estimate import (
     ToolSchema,
     estimate_hooks,
@@ -39,6 +40,22 @@ class CapacityReport(BaseModel):
     budget: int
     """The proactive target, for the diagnostic only: it never decides the check (CAP-3)."""
     capacity_known: bool
+    counter: str | None = None
+    """The `token_counter` that priced the messages' text; None (then left out of every dump):
+    the spec's estimate (EST-1)."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.counter is None:
+            data.pop("counter", None)
+        return data
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The fields, `counter` only when set."""
+        for name, value in super().__repr_args__():
+            if name != "counter" or value is not None:
+                yield name, value
 
     @property
     def fits(self) -> bool:
@@ -74,8 +91,10 @@ def capacity_message(report: CapacityReport) -> str:
             f"system prompt and tool definitions ({report.fixed} tokens) alone meet or exceed "
             f"{limit}; {remedy} or disable unused tools"
         )
+    counted = "" if report.counter is None else f" (messages counted by {report.counter})"
     return (
-        f"request of {report.total} tokens exceeds {limit} by {report.total - report.window}: "
+        f"request of {report.total} tokens{counted} exceeds {limit} by "
+        f"{report.total - report.window}: "
         f"messages {report.messages}, images {report.images}, hooks {report.hooks}, "
         f"tool schemas {report.tool_schemas}; shorten the newest turn, remove images or "
         f"unused tools, or {remedy}"
@@ -88,12 +107,18 @@ def capacity_report(
     runtime: ResolvedRuntime,
     tool_schemas: Iterable[ToolSchema | Mapping[str, Any]] = (),
     hooks: Iterable[str] = (),
+    token_counter: TokenCounter | None = None,
 ) -> CapacityReport:
-    """The figures of a prepared request, without raising."""
+    """The figures of a prepared request, without raising; a `token_counter` prices the
+    messages' text (not the images, hooks or tool schemas: see `histtrim.counting`)."""
     if isinstance(hooks, str):
         raise ValueError("hooks: expected an iterable of hook texts, got a single str")
     rows = chat_rows(messages)
-    costs = message_costs(rows, index_turns(rows))
+    index = index_turns(rows)
+    if token_counter is None:
+        costs, counter = message_costs(rows, index), None
+    else:
+        costs, counter = counted_costs(rows, token_counter, index), counter_name(token_counter)
     images = estimate_image_tokens(rows)
     hook_tokens, schema_tokens = estimate_hooks(hooks), estimate_tool_schemas(tool_schemas)
     estimate = sum(costs)
@@ -107,6 +132,7 @@ def capacity_report(
         system=sum(cost for row, cost in zip(rows, costs, strict=True) if row.role == "system"),
         budget=runtime.effective_context_budget(),
         capacity_known=runtime.capacity is not None,
+        counter=counter,
     )
 
 
@@ -116,12 +142,20 @@ def check_request(
     runtime: ResolvedRuntime,
     tool_schemas: Iterable[ToolSchema | Mapping[str, Any]] = (),
     hooks: Iterable[str] = (),
+    token_counter: TokenCounter | None = None,
 ) -> CapacityReport:
     """Check a prepared request before dispatch: messages + images + hooks + tool schemas must be
     `<= runtime.context_window`, even with proactive trimming off (CAP-2..4).
 
-    Returns the report, or raises `ContextCapacityExceeded` carrying it."""
-    report = capacity_report(messages, runtime=runtime, tool_schemas=tool_schemas, hooks=hooks)
+    Returns the report, or raises `ContextCapacityExceeded` carrying it. A `token_counter`
+    prices the messages' text instead of EST-1's bytes."""
+    report = capacity_report(
+        messages,
+        runtime=runtime,
+        tool_schemas=tool_schemas,
+        hooks=hooks,
+        token_counter=token_counter,
+    )
     if not report.fits:
         raise ContextCapacityExceeded(report)
     return report

@@ -22,6 +22,7 @@ from .carriers import (
     parse_tool_result,
     to_chat_messages,
 )
+from .counting import TokenCounter, counted_costs
 from .estimate import dispatched_images, message_costs
 from .messages import (
     BREADCRUMB,
@@ -69,7 +70,11 @@ class _Priced:
         return [turn + 1 for turn in self.index.turn_of()]
 
 
-def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced:
+def _price(
+    items: Sequence[ConversationMessage],
+    crumb_present: bool,
+    token_counter: TokenCounter | None = None,
+) -> _Priced:
     index = index_turns(items, crumb_present=crumb_present)
     rows: list[ChatMessage] = []
     owner: list[int] = []
@@ -78,7 +83,11 @@ def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced
         rows.extend(expanded)
         owner.extend([i] * len(expanded))
     row_index = index_turns(rows, crumb_present=crumb_present)
-    row_costs = message_costs(rows, row_index)
+    row_costs = (
+        message_costs(rows, row_index)
+        if token_counter is None
+        else counted_costs(rows, token_counter, row_index)
+    )
     current = row_index.current_turn_after
     costs, images = [0] * len(items), [0] * len(items)
     for r, (i, row) in enumerate(zip(owner, rows, strict=True)):
@@ -88,12 +97,16 @@ def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced
 
 
 def turn_stats(
-    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
+    history: Iterable[ConversationMessage | Mapping[str, Any]],
+    *,
+    crumb_present: bool = False,
+    token_counter: TokenCounter | None = None,
 ) -> list[TurnStats]:
     """Messages, tokens, images and the cumulative size from the newest turn, per turn.
 
-    Structured items are priced as the provider-facing rows they become."""
-    priced = _price(conversation_rows(history), crumb_present)
+    Structured items are priced as the provider-facing rows they become; a `token_counter`
+    prices the rows' text instead of EST-1's bytes (`histtrim.counting`)."""
+    priced = _price(conversation_rows(history), crumb_present, token_counter)
     turn_of = priced.turn_of()
     turns = priced.index.turn_count
     first = [0, *(priced.index.turn_start(k) for k in range(turns))]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import wraps
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
+from .counting import TokenCounter, counted_cost, counted_costs, counted_plain_cost
 from .estimate import message_cost, message_costs, plain_cost
 from .messages import ChatMessage, chat_rows
 from .trim import TrimResult, trim_to_recent_turns
@@ -41,7 +42,8 @@ def _as_row(value: ChatMessage | Mapping[str, Any]) -> ChatMessage:
 
 
 class TokenLedger(Sequence[ChatMessage]):
-    """Provider-facing rows with a running `total` equal to `estimate_history_tokens(rows)`.
+    """Provider-facing rows with a running `total` equal to `estimate_history_tokens(rows)`
+    (or, with a `token_counter`, to the counted estimate of `histtrim.counting`).
 
     A sequence of `ChatMessage`s (pass it to any trim). Appending k rows costs O(k),
     amortized; `needs_trim` is O(1). After a trim, `drop_oldest` advances it, or `rebuild`
@@ -50,8 +52,8 @@ class TokenLedger(Sequence[ChatMessage]):
     Thread-safe: every method holds the ledger's (reentrant) lock, so a ledger shared by
     several threads stays equal to the estimate of its rows; iterating walks a snapshot."""
 
-    __slots__ = ("_costs", "_last_open", "_lock", "_pending", "_prefix", "_priced", "_rows",
-                 "_total", "_turns")
+    __slots__ = ("_costs", "_counter", "_last_open", "_lock", "_pending", "_prefix", "_priced",
+                 "_rows", "_total", "_turns")
     _lock: threading.RLock
     _rows: list[ChatMessage]
     _costs: list[int]
@@ -65,11 +67,33 @@ class TokenLedger(Sequence[ChatMessage]):
     _pending: list[int]
     """Current-turn rows whose price includes images (repriced when the turn closes)."""
     _priced: int
+    _counter: TokenCounter | None
 
-    def __init__(self, history: Iterable[ChatMessage | Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self,
+        history: Iterable[ChatMessage | Mapping[str, Any]] = (),
+        *,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        """`token_counter` prices each row's text instead of EST-1's bytes (`histtrim.counting`):
+        it is called once per row, ever, so the ledger stays O(new rows) with it too."""
         self._lock = threading.RLock()
         self._priced = 0
+        self._counter = token_counter
         self.rebuild(history)
+
+    @property
+    def token_counter(self) -> TokenCounter | None:
+        """The counter pricing the rows' text; None: the spec's estimate (EST-1)."""
+        return self._counter
+
+    def _cost(self, row: ChatMessage, *, current_turn: bool) -> int:
+        if self._counter is None:
+            return message_cost(row, current_turn=current_turn)
+        return counted_cost(row, self._counter, current_turn=current_turn)
+
+    def _plain(self, row: ChatMessage) -> int:
+        return plain_cost(row) if self._counter is None else counted_plain_cost(row, self._counter)
 
     # ------------------------------------------------------------------ reading
 
@@ -131,13 +155,14 @@ class TokenLedger(Sequence[ChatMessage]):
         row = _as_row(row)
         position = len(self._rows)
         if row.facts.opens_turn:
+            cost = self._cost(row, current_turn=False)  # first: a failing counter changes nothing
             self._close_current_turn()
             self._last_open = position
             self._turns += 1
-            cost = message_cost(row, current_turn=False)
+            cost = self._cost(row, current_turn=False)
         else:  # after the newest real user row, or anywhere when there is none (-1)
-            cost = message_cost(row, current_turn=True)
-            if cost != plain_cost(row):
+            cost = self._cost(row, current_turn=True)
+            if cost != self._plain(row):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
             self._prefix += 1
@@ -160,23 +185,23 @@ class TokenLedger(Sequence[ChatMessage]):
         integer_in("index", index, 0, len(self))
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
-            cost = message_cost(row, current_turn=False)
+            cost = self._cost(row, current_turn=False)
             if index > self._last_open:
                 # The new row opens the current turn: the rows it closes lose their images.
                 closed = [i for i in pending if i < index]
                 pending = [i for i in pending if i > index]
                 for i in closed:
-                    self._reprice(i, plain_cost(self._rows[i]))
+                    self._reprice(i, self._plain(self._rows[i]))
                 self._last_open = index
             else:
                 self._last_open += 1
             self._turns += 1
         else:
             current = self._last_open < index
-            cost = message_cost(row, current_turn=current)
+            cost = self._cost(row, current_turn=current)
             if index <= self._last_open:
                 self._last_open += 1
-            if current and cost != plain_cost(row):
+            if current and cost != self._plain(row):
                 pending.append(index)
         if index <= self._prefix and is_system(row):
             self._prefix += 1
@@ -232,7 +257,9 @@ class TokenLedger(Sequence[ChatMessage]):
         """`trim_to_recent_turns` on these rows, then drop what it dropped (KEEP-1).
 
         The breadcrumb is the owner's to insert (`insert(system_rows, breadcrumb_message())`)."""
-        result = trim_to_recent_turns(self, budget_tokens, crumb_present=crumb_present)
+        result = trim_to_recent_turns(
+            self, budget_tokens, crumb_present=crumb_present, token_counter=self._counter
+        )
         if result.trimmed:
             self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
         return result
@@ -242,8 +269,12 @@ class TokenLedger(Sequence[ChatMessage]):
         """Start again from `history` (e.g. the rows a trim kept): one pass, O(len)."""
         rows = list(chat_rows(history))
         index = index_turns(rows)
-        self._rows = rows
-        self._costs = message_costs(rows, index)
+        costs = (  # before any change: a failing counter leaves the ledger as it was
+            message_costs(rows, index)
+            if self._counter is None
+            else counted_costs(rows, self._counter, index)
+        )
+        self._rows, self._costs = rows, costs
         self._total = sum(self._costs)
         self._turns = index.turn_count
         self._prefix = index.prefix_len
@@ -260,7 +291,9 @@ class TokenLedger(Sequence[ChatMessage]):
     def _special_rows(self) -> list[int]:
         """Rows of the current turn whose price includes images (repriced when it closes)."""
         rows, costs = self._rows, self._costs
-        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != plain_cost(rows[i])]
+        return [
+            i for i in range(self._last_open + 1, len(rows)) if costs[i] != self._plain(rows[i])
+        ]
 
     def _reprice(self, i: int, cost: int) -> None:
         self._total += cost - self._costs[i]
@@ -270,7 +303,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def _close_current_turn(self) -> None:
         """A new turn starts: the current turn's tool results and carriers become older ones."""
         for i in self._pending:
-            self._reprice(i, plain_cost(self._rows[i]))
+            self._reprice(i, self._plain(self._rows[i]))
         self._pending = []
 
     def _reopen(self, start: int) -> None:
@@ -280,6 +313,6 @@ class TokenLedger(Sequence[ChatMessage]):
             last -= 1
         self._last_open = last
         for i in range(last + 1, len(self._rows)):
-            self._reprice(i, message_cost(self._rows[i], current_turn=True))
+            self._reprice(i, self._cost(self._rows[i], current_turn=True))
         self._pending = self._special_rows()
 

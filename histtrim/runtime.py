@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from .agent_history import AgentHistory
 from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
 from .capacity import check_request
+from .counting import TokenCounter, counted_plain_cost, counter_name
 from .estimate import ToolSchema, estimate_history_tokens
 from .events import EventBus, HistoryTrimmed, TrimReason
 from .legacy import (
@@ -97,7 +98,10 @@ class Agent:
         bus: EventBus | None = None,
         channel: str = "cli",
         alias: str = "agent",
+        token_counter: TokenCounter | None = None,
     ) -> None:
+        """`token_counter` prices the rows' text instead of EST-1's bytes in the ledger, the
+        trims and the capacity check (`histtrim.counting`); None keeps the spec's estimate."""
         if not callable(getattr(provider, "complete", None)):
             raise TypeError(
                 "provider: expected an object with a complete(messages, tool_schemas) method, "
@@ -116,7 +120,7 @@ class Agent:
         self.turn_id = 0
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
-        self._store = AgentHistory()
+        self._store = AgentHistory(token_counter=token_counter)
         self._ledger = self._store.ledger
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
@@ -148,6 +152,11 @@ class Agent:
         with self._lock:
             self._system_prompt = text
             self._store.set_head(head)
+
+    @property
+    def token_counter(self) -> TokenCounter | None:
+        """The counter pricing the rows' text (fixed at construction); None: EST-1."""
+        return self._ledger.token_counter
 
     @property
     def history(self) -> list[ConversationMessage]:
@@ -258,7 +267,13 @@ class Agent:
         price of the rows before it)."""
         self._proactive_trim()
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
-        history = self._ledger.total + estimate_history_tokens((prompt,))
+        counter = self.token_counter
+        extra = (
+            estimate_history_tokens((prompt,))
+            if counter is None
+            else counted_plain_cost(prompt, counter)
+        )
+        history = self._ledger.total + extra
         request = [*self._ledger, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
@@ -276,7 +291,10 @@ class Agent:
         Those are the capacity check's total (CAP-2): only a request over the window needs the
         full breakdown, which `check_request` computes and raises with."""
         if tokens[1] > self.runtime.context_window:
-            check_request(request, runtime=self.runtime, tool_schemas=schemas)
+            counter = self.token_counter
+            check_request(
+                request, runtime=self.runtime, tool_schemas=schemas, token_counter=counter
+            )
         trims, self._pending = tuple(self._pending), []
         try:
             answer = self.provider.complete(request, schemas)
@@ -355,13 +373,17 @@ class Agent:
         """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
-        working = self._ledger
-        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._store.crumb)
+        working, counter = self._ledger, self.token_counter
+        result: TrimResult = trim_to_recent_turns(
+            working, target, crumb_present=self._store.crumb, token_counter=counter
+        )
         if not result.trimmed:
             return
         if not self._store.crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
-            result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
+            result = trim_to_recent_turns(
+                with_crumb, target, crumb_present=True, token_counter=counter
+            )
         before = working.total
         structured = trim_conversation_to_recent_turns(
             self._store.items, result.kept_turns, has_leading_breadcrumb=self._store.crumb
@@ -385,6 +407,7 @@ class Agent:
             tokens_before=before,
             tokens_after=self._ledger.total,
             budget=budget,
+            counter=None if self.token_counter is None else counter_name(self.token_counter),
         )
         self.events.append(event)
         self._pending.append(event)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Generic, TypeVar, cast
 
+from .counting import TokenCounter, counted_costs, counter_name
 from .estimate import message_costs
 from .messages import (
     BREADCRUMB,
@@ -58,6 +59,8 @@ class TrimResult(_WholeTurnTrim[ChatMessage]):
     tokens_before: int
     tokens_after: int
     budget_tokens: int
+    counter: str | None = None
+    """The `token_counter` the token figures come from; None: the spec's estimate (EST-1)."""
 
     @property
     def over_budget(self) -> bool:
@@ -65,8 +68,10 @@ class TrimResult(_WholeTurnTrim[ChatMessage]):
         return self.budget_tokens > 0 and self.tokens_after > self.budget_tokens
 
     def _summary(self) -> str:
+        counted = "" if self.counter is None else f", counted by {self.counter}"
         return (
             f", tokens {self.tokens_before} -> {self.tokens_after}, budget {self.budget_tokens}"
+            f"{counted}"
         )
 
 
@@ -111,21 +116,34 @@ def trim_to_recent_turns(
     budget_tokens: int,
     *,
     crumb_present: bool = False,
+    token_counter: TokenCounter | None = None,
 ) -> TrimResult:
     """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
 
-    Budget 0 disables the trim; the newest turn stays even when it alone is over."""
+    Budget 0 disables the trim; the newest turn stays even when it alone is over. A
+    `token_counter` prices each row's text instead of EST-1's bytes (see `histtrim.counting`)."""
     budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    costs = message_costs(rows, index)
+    if token_counter is None:
+        costs, counter = message_costs(rows, index), None
+    else:
+        costs, counter = counted_costs(rows, token_counter, index), counter_name(token_counter)
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
-        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget)
+        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget, counter)
     first, kept_tokens = first_turn_within(index, costs, budget)
     kept, dropped = _cut(rows, index, first)
     return TrimResult(
-        kept, dropped, len(dropped), first, index.turn_count - first, total, kept_tokens, budget
+        kept,
+        dropped,
+        len(dropped),
+        first,
+        index.turn_count - first,
+        total,
+        kept_tokens,
+        budget,
+        counter,
     )
 
 

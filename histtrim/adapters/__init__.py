@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from ..counting import TokenCounter, counted_costs, counter_name
 from ..estimate import estimate_history_tokens
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import ChatMessage
@@ -65,6 +66,7 @@ def trim_records(
     crumb_present: bool = False,
     breadcrumb_record: R | None = None,
     budget_in_force: int = 0,
+    token_counter: TokenCounter | None = None,
 ) -> RecordTrimResult[R]:
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
 
@@ -72,7 +74,15 @@ def trim_records(
     (if given) goes after the leading system records (SEEN-1), and a token trim counts it
     toward the budget; the event (SEEN-2) names the limit. `budget_in_force` is the effective
     token budget configured beside the turn limit (0 when none), which a turn-limit event
-    reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere."""
+    reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere. A
+    `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
+    event's figures (`histtrim.counting`)."""
+
+    def estimate(rows: Sequence[ChatMessage]) -> int:
+        if token_counter is None:
+            return estimate_history_tokens(rows)
+        return sum(counted_costs(rows, token_counter))
+
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if (budget_tokens is None) == (max_turns is None):
@@ -80,7 +90,9 @@ def trim_records(
     result: TrimResult | TurnCountTrimResult[ChatMessage]
     inserted = False
     if budget_tokens is not None:
-        result = trim_to_recent_turns(rows, budget_tokens, crumb_present=crumb_present)
+        result = trim_to_recent_turns(
+            rows, budget_tokens, crumb_present=crumb_present, token_counter=token_counter
+        )
         reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
         if result.trimmed and breadcrumb_record is not None and not crumb_present:
             # The breadcrumb is sent too: trim again with it in place so it counts toward
@@ -89,13 +101,15 @@ def trim_records(
             records = [*records[:at], copy.deepcopy(breadcrumb_record), *records[at:]]
             rows = insert_breadcrumb(rows, crumb_present=False)
             crumb_present = inserted = True
-            with_crumb = trim_to_recent_turns(rows, budget_tokens, crumb_present=True)
+            with_crumb = trim_to_recent_turns(
+                rows, budget_tokens, crumb_present=True, token_counter=token_counter
+            )
             result = dataclasses.replace(with_crumb, tokens_before=before)  # the caller's rows
     else:
         assert max_turns is not None
         result = trim_to_recent_turn_count(rows, max_turns, has_leading_breadcrumb=crumb_present)
         reason, budget = TrimReason.TURN_LIMIT, budget_in_force
-        before = estimate_history_tokens(rows) if result.trimmed else 0
+        before = estimate(rows) if result.trimmed else 0
     if not result.trimmed:
         return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
 
@@ -111,7 +125,8 @@ def trim_records(
         dropped_messages=result.dropped_messages,
         kept_turns=result.kept_turns,
         tokens_before=before,
-        tokens_after=estimate_history_tokens(out_rows),
+        tokens_after=estimate(out_rows),
         budget=budget,
+        counter=None if token_counter is None else counter_name(token_counter),
     )
     return RecordTrimResult(kept, out_rows, result, event, crumb_present or inserted, inserted)

@@ -18,6 +18,7 @@ from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from .estimate import cmd_estimate, format_turn_table
 from .explain import cmd_explain, explain_route, load_route
 from .sessions import Format, Session, read_session
+from .tokenizer import add_tokenizer_arg
 from .trim import cmd_trim
 
 __all__ = [
@@ -92,10 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     limit.add_argument("--max-turns", type=_count, help="keep at most this many turns")
     route_args(trim, required=False)
     trim.add_argument("-o", "--output", help="write here instead of stdout")
+    add_tokenizer_arg(trim)
     trim.set_defaults(run=cmd_trim)
 
     estimate = commands.add_parser("estimate", help="per-turn messages, tokens and images")
     session_args(estimate)
+    add_tokenizer_arg(estimate)
     estimate.set_defaults(run=cmd_estimate)
 
     explain = commands.add_parser(

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..adapters.openai import openai_breadcrumb
 from ..carriers import to_chat_messages
+from ..counting import TokenCounter, counted_costs, counted_plain_cost, counter_name
 from ..estimate import estimate_history_tokens, message_costs, plain_cost
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import BREADCRUMB, ChatMessage
@@ -29,6 +30,14 @@ from .errors import EXIT_OK, InputError
 from .explain import load_route
 from .output import emit
 from .sessions import Session, index_session, read_session, render
+from .tokenizer import token_counter
+
+
+def _tokens(rows: list[ChatMessage], counter: TokenCounter | None) -> int:
+    """The rows' size: the spec's estimate, or with the `--tokenizer` counter."""
+    if counter is None:
+        return estimate_history_tokens(rows)
+    return sum(counted_costs(rows, counter))
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,7 @@ class _Limits:
     max_turns: int | None
     budget: int | None
     route: ResolvedRuntime | None = None
+    counter: TokenCounter | None = None
 
     def describe(self) -> str:
         parts = []
@@ -47,6 +57,8 @@ class _Limits:
             parts.append(f"max turns {self.max_turns}")
         if self.route is not None:
             parts.append(f"route {self.route.provider_alias}/{self.route.model or '-'}")
+        if self.counter is not None:
+            parts.append(f"counted by {counter_name(self.counter)}")
         return ", ".join(parts)
 
 
@@ -63,10 +75,13 @@ class _Outcome:
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
+    counter = token_counter(args)
     if args.config is None:
-        return _Limits(args.max_turns, args.budget)
+        return _Limits(args.max_turns, args.budget, counter=counter)
     runtime = load_route(args)
-    return _Limits(runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime)
+    return _Limits(
+        runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime, counter
+    )
 
 
 def _crumb_record(session: Session) -> dict[str, Any]:
@@ -84,10 +99,14 @@ def _trim_rows(
     """Both limits planned on one index: dropping the oldest turns never reprices the kept
     rows (the current turn stays), so every figure is a sum of the input's row costs."""
     index = index_session(session, rows, crumb)
-    costs = message_costs(rows, index)
+    counter = limits.counter
+    costs = message_costs(rows, index) if counter is None else counted_costs(rows, counter, index)
     sums = list(accumulate(costs, initial=0))
     turns, body = index.turn_count, index.body_start
-    crumb_cost = 0 if crumb else plain_cost(breadcrumb_message())
+    crumb_row = breadcrumb_message()
+    crumb_cost = 0 if crumb else (
+        plain_cost(crumb_row) if counter is None else counted_plain_cost(crumb_row, counter)
+    )
     added = False  # the breadcrumb goes in with the first drop (SEEN-1)
 
     def size(first: int) -> int:
@@ -109,6 +128,7 @@ def _trim_rows(
                 tokens_before=before,
                 tokens_after=size(first),
                 budget=budget,
+                counter=None if counter is None else counter_name(counter),
             )
         )
 
@@ -139,7 +159,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
         )
     items: list[Any] = list(session.items)
     index: TurnIndex = index_session(session, items, crumb)
-    before = estimate_history_tokens(to_chat_messages(items))
+    before = _tokens(to_chat_messages(items), limits.counter)
     outcome = _Outcome(index.turn_count, before, index.turn_count, before)
     if limits.max_turns is None:
         return outcome
@@ -150,7 +170,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
         return outcome
     # The structured trim drops the breadcrumb; as its owner, put it back (SEEN-1).
     kept = insert_breadcrumb(result.history, crumb_present=False)
-    after = estimate_history_tokens(to_chat_messages(kept))
+    after = _tokens(to_chat_messages(kept), limits.counter)
     outcome.events.append(
         HistoryTrimmed(
             reason=TrimReason.TURN_LIMIT,
@@ -159,6 +179,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
             tokens_before=before,
             tokens_after=after,
             budget=limits.budget or 0,
+            counter=None if limits.counter is None else counter_name(limits.counter),
         )
     )
     outcome.records = [item.model_dump(mode="json") for item in kept]

@@ -72,7 +72,7 @@ def _strict_trim(history: Any, budget_tokens: int, *, crumb_present: bool = Fals
 
 def _half_reactive(self: Agent, overflow: Exception) -> None:
     """The reactive retry trims to half of the estimate instead of two thirds."""
-    if self._ledger.turn_count(crumb_present=self._crumb) <= 1:
+    if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
         raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
     self._token_trim(self._ledger.total // 2)
 

@@ -1,0 +1,109 @@
+"""Bring your own token counter: a row's text priced by a callable instead of EST-1's bytes.
+
+With a `token_counter`, a row costs
+
+    token_counter(row) + FRAME_TOKENS + IMAGE_TOKENS x (its dispatched images)
+
+The counter replaces only `ceil(utf8_bytes / 4)`, the text part of EST-1; the four framing
+tokens and the image price, with the spec's rule for which images are dispatched (EST-2, EST-3),
+stay as the spec's estimate says. The counter sees the whole provider-facing row and is called
+once per row, whatever the row's position, its result cached on the row like the row facts:
+a history re-priced at every provider-call boundary costs no second call. Hooks and tool
+schemas are not rows: they stay priced by the spec's estimate.
+
+The spec's estimate stays the default everywhere; a trim or event made with a counter names it
+(`counter`), so no one mistakes its figures for EST-1's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import compress
+from typing import Any
+
+from .estimate import FRAME_TOKENS, IMAGE_TOKENS, dispatched_images
+from .messages import ChatMessage
+from .turns import TurnIndex, index_turns
+
+TokenCounter = Callable[[ChatMessage], int]
+"""A callable from a provider-facing row to the tokens of its text (no framing, no images)."""
+
+_CACHE = "_counted_tokens"
+"""The key of the per-row cache in the row's `__dict__` (beside the row facts)."""
+
+
+class _Counts(dict[Any, int]):
+    """One row's counts, per counter. Made for one (role, content): a copy of the row with other
+    content (`model_copy(update=...)`) gets its own. A cache, so never pickled or deep-copied."""
+
+    __slots__ = ("content", "role")
+
+    def __init__(self, role: str, content: str) -> None:
+        super().__init__()
+        self.role = role
+        self.content = content
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Counts, ("", ""))  # matches no row: recounted after a pickle or deep copy
+
+
+def counter_name(counter: TokenCounter) -> str:
+    """What a result or event says the figures were counted with: the counter's `name`
+    attribute when it has one (e.g. `exact_counter`'s "o200k_base"), else its `__name__` (a
+    function's), else its class name."""
+    name = getattr(counter, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    return str(getattr(counter, "__name__", type(counter).__name__))
+
+
+def counted_tokens(row: ChatMessage, counter: TokenCounter) -> int:
+    """`counter(row)`, called once per row and counter, checked: an int >= 0 (a bool is not).
+
+    A counter that raises, or returns anything else, leaves nothing cached."""
+    counts = row.__dict__.get(_CACHE)
+    if counts is None or counts.content is not row.content or counts.role != row.role:
+        counts = _Counts(row.role, row.content)
+        row.__dict__[_CACHE] = counts
+    tokens = counts.get(counter)
+    if tokens is None:
+        tokens = counter(row)
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(
+                f"token_counter {counter_name(counter)!r} must return an integer >= 0 for a "
+                f"row, got {tokens!r} for a {row.role} row"
+            )
+        counts[counter] = tokens
+    return tokens
+
+
+def counted_plain_cost(row: ChatMessage, counter: TokenCounter) -> int:
+    """A row with no dispatched image: the counter's tokens plus the framing tokens."""
+    return counted_tokens(row, counter) + FRAME_TOKENS
+
+
+def counted_cost(row: ChatMessage, counter: TokenCounter, *, current_turn: bool) -> int:
+    """One row's price with a counter; `current_turn` is whether it follows the last real user
+    row (it decides which tool results dispatch their declared images, EST-2/EST-3)."""
+    return counted_plain_cost(row, counter) + IMAGE_TOKENS * dispatched_images(
+        row, current_turn=current_turn
+    )
+
+
+def counted_costs(
+    history: Sequence[ChatMessage], counter: TokenCounter, index: TurnIndex | None = None
+) -> list[int]:
+    """Every row's price with a counter, in one pass: `message_costs` with the text part counted.
+
+    Only the rows the row facts flag can carry dispatched images: user rows with markers, and
+    the current turn's tool results and carriers that declare attachments."""
+    if index is None:
+        index = index_turns(history)
+    facts = index.facts
+    costs = [counted_tokens(row, counter) + FRAME_TOKENS for row in history]
+    for i in compress(range(len(facts)), [f.image_markers for f in facts]):
+        costs[i] += IMAGE_TOKENS * dispatched_images(history[i], current_turn=False)
+    current = index.current_turn_after
+    declared = [f.declares_attachments for f in facts[current + 1 :]]
+    for i in compress(range(current + 1, len(history)), declared):
+        costs[i] += IMAGE_TOKENS * dispatched_images(history[i], current_turn=True)
+    return costs
