@@ -335,6 +335,7 @@ def record_notebook(path: Path) -> list[RecordedCall]:
                     continue
                 if cell["cell_type"] != "code":
                     continue
+                source = _without_magics(source)
                 try:
                     exec(compile(source, f"{path.name}[{number}]", "exec"), namespace)
                 except Exception:
@@ -356,3 +357,10 @@ def record_notebooks(folder: Path) -> list[RecordedCall]:
         if path.name not in SKIPPED_NOTEBOOKS:
             calls.extend(record_notebook(path))
     return calls
+
+
+def _without_magics(source: str) -> str:
+    """A code cell as plain Python: IPython line magics (`%xmode Minimal`) only set how the
+    kernel shows things, so their lines are left out (kept blank: line numbers stay)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                      for line in source.split("\n"))
