@@ -29,7 +29,7 @@ $(BIN)/python:
 # Re-install when pyproject.toml changes (or when the package first appears).
 $(INSTALLED): pyproject.toml $(wildcard histtrim/__init__.py) | $(BIN)/python
 	$(BIN)/python -m pip install -U pip
-	$(BIN)/python -m pip install -e ".[dev,notebooks]"
+	$(BIN)/python -m pip install -e ".[dev,notebooks,review]"
 	touch $@
 
 install: $(INSTALLED)

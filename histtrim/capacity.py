@@ -92,10 +92,11 @@ def capacity_report(
     """The figures of a prepared request, without raising."""
     if isinstance(hooks, str):
         raise ValueError("hooks: expected an iterable of hook texts, got a single str")
-    rows = chat_rows(messages)
-    costs = message_costs(rows, index_turns(rows))
-    images = estimate_image_tokens(rows)
-    hook_tokens, schema_tokens = estimate_hooks(hooks), estimate_tool_schemas(tool_schemas)
+    rows, policy = chat_rows(messages), runtime.policy
+    costs = message_costs(rows, index_turns(rows), policy=policy)
+    images = estimate_image_tokens(rows, policy=policy)
+    hook_tokens = estimate_hooks(hooks, policy=policy)
+    schema_tokens = estimate_tool_schemas(tool_schemas, policy=policy)
     estimate = sum(costs)
     return CapacityReport(
         messages=estimate - images,

@@ -29,6 +29,7 @@ from .messages import (
     ToolResults,
     conversation_rows,
 )
+from .policy import SPEC, Policy
 from .trim import TrimResult, TurnCountTrimResult
 from .turns import TurnIndex, index_turns, leading_system_count
 
@@ -66,7 +67,9 @@ class _Priced:
         return [turn + 1 for turn in self.index.turn_of()]
 
 
-def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced:
+def _price(
+    items: Sequence[ConversationMessage], crumb_present: bool, policy: Policy = SPEC
+) -> _Priced:
     index = index_turns(items, crumb_present=crumb_present)
     rows: list[ChatMessage] = []
     owner: list[int] = []
@@ -75,7 +78,7 @@ def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced
         rows.extend(expanded)
         owner.extend([i] * len(expanded))
     row_index = index_turns(rows, crumb_present=crumb_present)
-    row_costs = message_costs(rows, row_index)
+    row_costs = message_costs(rows, row_index, policy=policy)
     current = row_index.current_turn_after
     costs, images = [0] * len(items), [0] * len(items)
     for r, (i, row) in enumerate(zip(owner, rows, strict=True)):
@@ -85,12 +88,15 @@ def _price(items: Sequence[ConversationMessage], crumb_present: bool) -> _Priced
 
 
 def turn_stats(
-    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
+    history: Iterable[ConversationMessage | Mapping[str, Any]],
+    *,
+    crumb_present: bool = False,
+    policy: Policy = SPEC,
 ) -> list[TurnStats]:
     """Messages, tokens, images and the cumulative size from the newest turn, per turn.
 
     Structured items are priced as the provider-facing rows they become."""
-    priced = _price(conversation_rows(history), crumb_present)
+    priced = _price(conversation_rows(history), crumb_present, policy)
     turn_of = priced.turn_of()
     turns = priced.index.turn_count
     first = [0, *(priced.index.turn_start(k) for k in range(turns))]

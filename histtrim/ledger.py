@@ -12,6 +12,7 @@ from typing import Any, overload
 
 from .estimate import message_cost, message_costs, plain_cost
 from .messages import BREADCRUMB, ChatMessage, chat_rows
+from .policy import SPEC, Policy
 from .trim import TrimResult, trim_to_recent_turns
 from .turns import index_turns, is_system
 from .validation import integer_in, non_negative
@@ -28,8 +29,8 @@ class TokenLedger(Sequence[ChatMessage]):
     amortized; `needs_trim` is O(1). After a trim, `drop_oldest` advances it, or `rebuild`
     starts it again from the kept rows."""
 
-    __slots__ = ("_costs", "_last_open", "_pending", "_prefix", "_priced", "_rows", "_total",
-                 "_turns")
+    __slots__ = ("_costs", "_last_open", "_pending", "_policy", "_prefix", "_priced", "_rows",
+                 "_total", "_turns")
     _rows: list[ChatMessage]
     _costs: list[int]
     _total: int
@@ -42,7 +43,10 @@ class TokenLedger(Sequence[ChatMessage]):
     """Current-turn rows whose price includes images (repriced when the turn closes)."""
     _priced: int
 
-    def __init__(self, history: Iterable[ChatMessage | Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self, history: Iterable[ChatMessage | Mapping[str, Any]] = (), *, policy: Policy = SPEC
+    ) -> None:
+        self._policy = policy
         self._priced = 0
         self.rebuild(history)
 
@@ -52,6 +56,11 @@ class TokenLedger(Sequence[ChatMessage]):
     def total(self) -> int:
         """The estimate of every row, images included (EST-1..4)."""
         return self._total
+
+    @property
+    def policy(self) -> Policy:
+        """The prices every row is estimated with (fixed for the ledger's life)."""
+        return self._policy
 
     @property
     def priced(self) -> int:
@@ -101,11 +110,11 @@ class TokenLedger(Sequence[ChatMessage]):
             self._close_current_turn()
             self._last_open = position
             self._turns += 1
-            cost = message_cost(row, current_turn=False)
+            cost = message_cost(row, current_turn=False, policy=self._policy)
         else:
             current = self._last_open >= 0
-            cost = message_cost(row, current_turn=current)
-            if current and cost != plain_cost(row):
+            cost = message_cost(row, current_turn=current, policy=self._policy)
+            if current and cost != plain_cost(row, policy=self._policy):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
             self._prefix += 1
@@ -126,14 +135,16 @@ class TokenLedger(Sequence[ChatMessage]):
         integer_in("index", index, 0, len(self))
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
-            cost = message_cost(row, current_turn=False)
+            cost = message_cost(row, current_turn=False, policy=self._policy)
             if self._last_open < 0:
                 # The first turn: the rows after it become its current rows.
                 for i in range(index, len(self._rows)):
-                    self._reprice(i, message_cost(self._rows[i], current_turn=True))
+                    self._reprice(
+                        i, message_cost(self._rows[i], current_turn=True, policy=self._policy)
+                    )
                 pending = [
                     i + 1 for i in range(index, len(self._rows))
-                    if self._costs[i] != plain_cost(self._rows[i])
+                    if self._costs[i] != plain_cost(self._rows[i], policy=self._policy)
                 ]
                 self._last_open = index
             elif index > self._last_open:
@@ -141,17 +152,17 @@ class TokenLedger(Sequence[ChatMessage]):
                 closed = [i for i in pending if i < index]
                 pending = [i for i in pending if i > index]
                 for i in closed:
-                    self._reprice(i, plain_cost(self._rows[i]))
+                    self._reprice(i, plain_cost(self._rows[i], policy=self._policy))
                 self._last_open = index
             else:
                 self._last_open += 1
             self._turns += 1
         else:
             current = 0 <= self._last_open < index
-            cost = message_cost(row, current_turn=current)
+            cost = message_cost(row, current_turn=current, policy=self._policy)
             if index <= self._last_open:
                 self._last_open += 1
-            if current and cost != plain_cost(row):
+            if current and cost != plain_cost(row, policy=self._policy):
                 pending.append(index)
         if index <= self._prefix and is_system(row):
             self._prefix += 1
@@ -204,7 +215,9 @@ class TokenLedger(Sequence[ChatMessage]):
         """`trim_to_recent_turns` on these rows, then drop what it dropped (KEEP-1).
 
         The breadcrumb is the owner's to insert (`insert(system_rows, breadcrumb_message())`)."""
-        result = trim_to_recent_turns(self, budget_tokens, crumb_present=crumb_present)
+        result = trim_to_recent_turns(
+            self, budget_tokens, crumb_present=crumb_present, policy=self._policy
+        )
         if result.trimmed:
             self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
         return result
@@ -214,7 +227,7 @@ class TokenLedger(Sequence[ChatMessage]):
         rows = list(chat_rows(history))
         index = index_turns(rows)
         self._rows = rows
-        self._costs = message_costs(rows, index)
+        self._costs = message_costs(rows, index, policy=self._policy)
         self._total = sum(self._costs)
         self._turns = index.turn_count
         self._prefix = index.prefix_len
@@ -239,7 +252,12 @@ class TokenLedger(Sequence[ChatMessage]):
         if self._last_open < 0:
             return []
         rows, costs = self._rows, self._costs
-        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != plain_cost(rows[i])]
+        policy = self._policy
+        return [
+            i
+            for i in range(self._last_open + 1, len(rows))
+            if costs[i] != plain_cost(rows[i], policy=policy)
+        ]
 
     def _reprice(self, i: int, cost: int) -> None:
         self._total += cost - self._costs[i]
@@ -249,7 +267,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def _close_current_turn(self) -> None:
         """A new turn starts: the current turn's tool results and carriers become older ones."""
         for i in self._pending:
-            self._reprice(i, plain_cost(self._rows[i]))
+            self._reprice(i, plain_cost(self._rows[i], policy=self._policy))
         self._pending = []
 
     def _reopen(self, start: int) -> None:
@@ -259,6 +277,8 @@ class TokenLedger(Sequence[ChatMessage]):
             last -= 1
         self._last_open = last
         for i in range(last + 1, len(self._rows)):
-            self._reprice(i, message_cost(self._rows[i], current_turn=last >= 0))
+            self._reprice(
+                i, message_cost(self._rows[i], current_turn=last >= 0, policy=self._policy)
+            )
         self._pending = self._special_rows()
 

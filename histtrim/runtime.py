@@ -26,6 +26,7 @@ from .messages import (
     ToolResults,
     chat_rows,
 )
+from .policy import SPEC, Policy
 from .providers import ContextOverflowError, Provider, ProviderReply
 from .route import ResolvedRuntime
 from .safety import SweepResult, cap_tool_result, sweep_orphans
@@ -78,14 +79,17 @@ class Tool:
 class _Toolbox:
     """Registered tools: their schemas, and each call run into a capped result (PAIR-3)."""
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., object]]) -> None:
+    def __init__(
+        self, tools: Iterable[Tool | Callable[..., object]], policy: Policy = SPEC
+    ) -> None:
+        self.policy = policy
         self.tools: dict[str, Tool] = {}
         for tool in map(Tool.of, tools):
             if tool.name in self.tools:
                 raise ValueError(f"tools: duplicate tool name {tool.name!r}")
             self.tools[tool.name] = tool
         self.schemas = tuple(tool.schema for tool in self.tools.values())
-        self.schema_tokens = estimate_tool_schemas(self.schemas)
+        self.schema_tokens = estimate_tool_schemas(self.schemas, policy=policy)
 
     def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
         tool = self.tools.get(call.name)
@@ -102,7 +106,9 @@ class _Toolbox:
                 output = f"error: {type(exc).__name__}: {exc}"
         text = output if isinstance(output, str) else json.dumps(output, default=str)
         return ToolResultMessage(
-            tool_call_id=call.id, content=cap_tool_result(text, max_chars), tool_name=call.name
+            tool_call_id=call.id,
+            content=cap_tool_result(text, max_chars, policy=self.policy),
+            tool_name=call.name,
         )
 
 
@@ -160,11 +166,16 @@ class Agent:
         bus: EventBus | None = None,
         channel: str = "cli",
         alias: str = "agent",
+        policy: Policy | None = None,
     ) -> None:
         self.provider = provider
+        self.policy = runtime.policy if policy is None else policy
+        """The constants of every estimate and limit (the spec's; fixed for the agent's life)."""
+        if runtime.policy != self.policy:
+            runtime = runtime.model_copy(update={"policy": self.policy})
         self.runtime = runtime
         """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
-        self.toolbox = _Toolbox(tools)
+        self.toolbox = _Toolbox(tools, self.policy)
         self.bus = bus if bus is not None else EventBus()
         self.channel = channel
         self.alias = alias
@@ -174,7 +185,7 @@ class Agent:
         self._history: list[ConversationMessage] = []
         self._item_rows: list[tuple[ChatMessage, ...]] = []
         """The provider-facing rows of each `_history` item, converted once."""
-        self._ledger = TokenLedger()
+        self._ledger = TokenLedger(policy=self.policy)
         self._crumb = False
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
@@ -219,6 +230,8 @@ class Agent:
     def turn(self, text: str) -> TurnOutcome:
         """One user turn: record it, apply the turn limit, then run the tool loop with
         proactive and reactive trimming and a capacity check before every dispatch."""
+        if self.runtime.policy != self.policy:
+            raise ValueError("runtime.policy: a new route must be resolved with the agent's policy")
         self.turn_id += 1
         first_call, first_event = len(self.calls), len(self.events)
         self._record(ChatMessage.user(text))
@@ -274,7 +287,7 @@ class Agent:
         self._ledger.rebuild([*self._head, *chain.from_iterable(item_rows)])
 
     def _record_tool_round(self, answer: ProviderReply) -> None:
-        max_chars = self.runtime.profile.max_tool_result_chars
+        max_chars = self.runtime.max_tool_result_chars
         self._record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
         self._record(ToolResults(results=results))
@@ -286,7 +299,7 @@ class Agent:
         price of the rows before it)."""
         self._proactive_trim()
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
-        history = self._ledger.total + estimate_history_tokens((prompt,))
+        history = self._ledger.total + estimate_history_tokens((prompt,), policy=self.policy)
         request = [*self._ledger, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
@@ -342,7 +355,7 @@ class Agent:
         """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
 
         The ledger counts the turns (O(1)); only an excess runs the trim."""
-        max_turns = self.runtime.profile.max_history_turns
+        max_turns = self.runtime.max_history_turns
         if self._ledger.turn_count(crumb_present=self._crumb) <= max(max_turns, 1):
             return
         result = trim_conversation_to_recent_turns(
@@ -367,24 +380,29 @@ class Agent:
             self._token_trim(budget)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
-        """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2).
+        """After a provider overflow: trim to two thirds of the estimate (the policy's
+        `reactive_target`), then retry (RUN-2).
 
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
         if self._ledger.turn_count(crumb_present=self._crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._token_trim(self._ledger.total * 2 // 3)
+        self._token_trim(self.policy.reactive_tokens(self._ledger.total))
 
     def _token_trim(self, target: int) -> None:
         """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
         working = self._ledger
-        result: TrimResult = trim_to_recent_turns(working, target, crumb_present=self._crumb)
+        result: TrimResult = trim_to_recent_turns(
+            working, target, crumb_present=self._crumb, policy=self.policy
+        )
         if not result.trimmed:
             return
         if not self._crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
-            result = trim_to_recent_turns(with_crumb, target, crumb_present=True)
+            result = trim_to_recent_turns(
+                with_crumb, target, crumb_present=True, policy=self.policy
+            )
         before = working.total
         structured = trim_conversation_to_recent_turns(
             self._history, result.kept_turns, has_leading_breadcrumb=self._crumb
@@ -439,9 +457,9 @@ def legacy_run(
     Requests are capacity-checked; a provider overflow propagates. The input is not changed."""
     log = logger if logger is not None else logging.getLogger(LEGACY_LOGGER)
     profile = runtime.profile
-    toolbox = _Toolbox(tools)
+    toolbox = _Toolbox(tools, runtime.policy)
     rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, profile.max_history_turns)
+    trimmed = trim_to_recent_turn_count(rows, runtime.max_history_turns)
     if trimmed.trimmed:
         log.info(
             "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
@@ -449,7 +467,7 @@ def legacy_run(
             trimmed.dropped_turns,
             trimmed.dropped_messages,
             trimmed.kept_turns,
-            profile.max_history_turns,
+            runtime.max_history_turns,
         )
     rows = trimmed.history
     calls = 0
@@ -462,7 +480,7 @@ def legacy_run(
             return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
         rows.append(ChatMessage.assistant_tool_calls(answer.text, answer.tool_calls))
         for call in answer.tool_calls:
-            result = toolbox.run(call, profile.max_tool_result_chars)
+            result = toolbox.run(call, runtime.max_tool_result_chars)
             rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
     request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
     check_request(request, runtime=runtime)

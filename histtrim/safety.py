@@ -18,13 +18,14 @@ from .messages import (
     ToolResults,
     conversation_rows,
 )
+from .policy import SPEC, Policy
 from .turns import index_turns
 from .validation import non_negative
 
 M = TypeVar("M", ChatMessage, ConversationMessage)
 
-DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
-DEFAULT_CHANNEL_CACHE_ROWS = 50
+DEFAULT_MAX_TOOL_RESULT_CHARS = SPEC.max_tool_result_chars
+DEFAULT_CHANNEL_CACHE_ROWS = SPEC.channel_cache_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +148,18 @@ def _with_calls(
     return ChatMessage.assistant_tool_calls(text, calls)
 
 
-def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS) -> str:
+def cap_tool_result(
+    content: str, max_chars: int | None = None, *, policy: Policy = SPEC
+) -> str:
     """Bound one tool result when it is recorded (PAIR-3): keep the first 2/3 and the last
-    1/3 of `max_chars` characters with a truncation marker between; 0 turns the cap off."""
+    1/3 of `max_chars` characters with a truncation marker between; 0 turns the cap off.
+    None means the policy's cap (50,000); the split is the policy's too."""
+    if max_chars is None:
+        max_chars = policy.max_tool_result_chars
     non_negative("max_tool_result_chars", max_chars)
     if max_chars == 0 or len(content) <= max_chars:
         return content
-    head = max_chars * 2 // 3
-    tail = max_chars - head
+    head, tail = policy.tool_result_split(max_chars)
     cut = len(content) - max_chars
     return (
         f"{content[:head]}\n\n[... {cut} characters truncated ...]\n\n"
@@ -166,9 +171,9 @@ class ChannelSenderCache:
     """Recent rows per sender of a channel (LIMIT-3): counts individual rows, not turns;
     `max_rows` 0 means the default (50); the oldest row is dropped first."""
 
-    def __init__(self, max_rows: int = 0) -> None:
+    def __init__(self, max_rows: int = 0, *, policy: Policy = SPEC) -> None:
         self.configured = non_negative("max_rows", max_rows)
-        self.capacity = max_rows or DEFAULT_CHANNEL_CACHE_ROWS
+        self.capacity = max_rows or policy.channel_cache_rows
         self._rows: dict[Hashable, deque[ChatMessage]] = {}
 
     def append(self, sender: Hashable, message: ChatMessage) -> int:

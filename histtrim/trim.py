@@ -19,6 +19,7 @@ from .messages import (
     chat_rows,
     conversation_rows,
 )
+from .policy import SPEC, Policy
 from .turns import TurnIndex, index_turns, is_system, leading_system_count
 from .validation import non_negative
 
@@ -116,6 +117,7 @@ def trim_to_recent_turns(
     budget_tokens: int,
     *,
     crumb_present: bool = False,
+    policy: Policy = SPEC,
 ) -> TrimResult:
     """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
 
@@ -123,7 +125,7 @@ def trim_to_recent_turns(
     budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    costs = message_costs(rows, index)
+    costs = message_costs(rows, index, policy=policy)
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget)

@@ -68,7 +68,8 @@ def test_environment_yml_matches_pyproject() -> None:
     project = pyproject["project"]
     extras = project["optional-dependencies"]
     declared = {
-        _req_name(r) for r in [*project["dependencies"], *extras["notebooks"], *extras["dev"]]
+        _req_name(r)
+        for r in [*project["dependencies"], *extras["notebooks"], *extras["dev"], *extras["review"]]
     }
 
     name, conda, pip = _parse_environment_yml(

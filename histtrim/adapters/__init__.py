@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 from ..estimate import estimate_history_tokens
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import ChatMessage
+from ..policy import SPEC, Policy
 from ..trim import (
     TrimResult,
     TurnCountTrimResult,
@@ -65,6 +66,7 @@ def trim_records(
     crumb_present: bool = False,
     breadcrumb_record: R | None = None,
     budget_in_force: int = 0,
+    policy: Policy = SPEC,
 ) -> RecordTrimResult[R]:
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
 
@@ -79,7 +81,9 @@ def trim_records(
     result: TrimResult | TurnCountTrimResult[ChatMessage]
     inserted = False
     if budget_tokens is not None:
-        result = trim_to_recent_turns(rows, budget_tokens, crumb_present=crumb_present)
+        result = trim_to_recent_turns(
+            rows, budget_tokens, crumb_present=crumb_present, policy=policy
+        )
         reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
         if result.trimmed and breadcrumb_record is not None and not crumb_present:
             # The breadcrumb is sent too: trim again with it in place so it counts toward
@@ -88,13 +92,15 @@ def trim_records(
             records = [*records[:at], copy.deepcopy(breadcrumb_record), *records[at:]]
             rows = insert_breadcrumb(rows, crumb_present=False)
             crumb_present = inserted = True
-            with_crumb = trim_to_recent_turns(rows, budget_tokens, crumb_present=True)
+            with_crumb = trim_to_recent_turns(
+                rows, budget_tokens, crumb_present=True, policy=policy
+            )
             result = dataclasses.replace(with_crumb, tokens_before=before)  # the caller's rows
     else:
         assert max_turns is not None
         result = trim_to_recent_turn_count(rows, max_turns, has_leading_breadcrumb=crumb_present)
         reason, budget = TrimReason.TURN_LIMIT, budget_in_force
-        before = estimate_history_tokens(rows) if result.trimmed else 0
+        before = estimate_history_tokens(rows, policy=policy) if result.trimmed else 0
     if not result.trimmed:
         return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
 
@@ -110,7 +116,7 @@ def trim_records(
         dropped_messages=result.dropped_messages,
         kept_turns=result.kept_turns,
         tokens_before=before,
-        tokens_after=estimate_history_tokens(out_rows),
+        tokens_after=estimate_history_tokens(out_rows, policy=policy),
         budget=budget,
     )
     return RecordTrimResult(kept, out_rows, result, event, crumb_present or inserted, inserted)

@@ -28,6 +28,7 @@ from ..carriers import (
     parse_tool_result,
 )
 from ..messages import BREADCRUMB, ChatMessage, ToolCall, chat_rows
+from ..policy import SPEC, Policy
 from . import RecordTrimResult, trim_records
 
 OpenAIMessage = dict[str, Any]
@@ -80,6 +81,7 @@ def trim_openai(
     max_turns: int | None = None,
     crumb_present: bool = False,
     breadcrumb: bool = True,
+    policy: Policy = SPEC,
 ) -> RecordTrimResult[OpenAIMessage]:
     """Trim chat-completions messages by token budget or turn count, whole turns only.
 
@@ -94,6 +96,7 @@ def trim_openai(
         max_turns=max_turns,
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
+        policy=policy,
     )
 
 
