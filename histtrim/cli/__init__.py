@@ -16,6 +16,7 @@ from typing import NoReturn
 from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from .estimate import cmd_estimate, format_turn_table
 from .explain import cmd_explain, explain_route, load_route
+from .review import add_review_command
 from .sessions import Format, Session, read_session
 from .trim import cmd_trim
 
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     route_args(explain, required=True)
     explain.set_defaults(run=cmd_explain)
+    add_review_command(commands)
     return parser
 
 
