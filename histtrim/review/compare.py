@@ -160,7 +160,7 @@ def _progress(results: Iterable[list[list[SessionReplay]]], total: int, show: bo
         yield from results
         return
     try:
-        from tqdm import tqdm
+        from tqdm import tqdm  # type: ignore[import-untyped]
     except ImportError:  # the review extra is not installed: no bar
         yield from results
         return
@@ -218,7 +218,7 @@ def _on_dask(address: str, batches: list[Sequence[Task]]) -> Iterator[list[list[
         raise ValueError(
             "dask: the 'distributed' package is not installed (pip install 'histtrim[review]')"
         ) from None
-    with Client(address) as client:
+    with Client(address) as client:  # type: ignore[no-untyped-call]
         futures = client.map(replay_batch, batches, pure=False)
         for future in futures:
             yield future.result()

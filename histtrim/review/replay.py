@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..capacity import ContextCapacityExceeded
 from ..carriers import parse_tool_calls, parse_tool_result
 from ..config import ProviderProfile, RuntimeProfile
-from ..messages import AssistantToolCalls, ChatMessage, ConversationMessage, ToolResults
+from ..events import EventBus, ObservedTrim
+from ..messages import (
+    AssistantToolCalls,
+    ChatMessage,
+    ConversationMessage,
+    ToolResultMessage,
+    ToolResults,
+)
 from ..policy import SPEC, Policy
 from ..providers import ContextOverflowError, ProviderReply, ScriptedProvider, ScriptExhaustedError
 from ..route import ResolvedRuntime, resolve_runtime
@@ -48,6 +55,29 @@ class ReviewSession(_Frozen):
     tools: tuple[str, ...] = ()
 
 
+    def history(self) -> list[ConversationMessage]:
+        """The whole recorded conversation as structured items (system prompt, restored part,
+        then every turn with its tool rounds): what the turn map prices."""
+        items: list[ConversationMessage] = []
+        if self.system_prompt is not None:
+            items.append(ChatMessage.system(self.system_prompt))
+        items.extend(self.restored)
+        for turn in self.turns:
+            items.append(ChatMessage.user(turn.user))
+            outputs = iter(turn.outputs)
+            for step in turn.steps:
+                if not step.tool_calls:
+                    items.append(ChatMessage.assistant(step.text or ""))
+                    continue
+                items.append(AssistantToolCalls(text=step.text, tool_calls=step.tool_calls))
+                items.append(ToolResults(results=tuple(
+                    ToolResultMessage(tool_call_id=call.id, content=next(outputs, ""),
+                                      tool_name=call.name)
+                    for call in step.tool_calls
+                )))
+        return items
+
+
 class ReplaySettings(_Frozen):
     """The route every policy is replayed on: the runtime profile, the provider profile
     (its declared `context_window` is what the capacity check knows), and the provider's
@@ -74,6 +104,21 @@ class ReplaySettings(_Frozen):
 
 
 @dataclass(frozen=True)
+class Trim:
+    """One `HistoryTrimmed` of a replay, with the turn it happened in and the turns it
+    dropped (the oldest ones still kept: trims always drop from the front)."""
+
+    turn_id: int
+    reason: str
+    dropped_messages: int
+    dropped_turns: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    budget: int
+
+
+@dataclass(frozen=True)
 class SessionReplay:
     """What one policy did to one session (every figure from the agent's own log)."""
 
@@ -97,8 +142,8 @@ class SessionReplay:
     failed_turns: int
     """Turns that ended in an unrecoverable overflow or ran out of tool iterations."""
     kept_turns: int
-    trace: tuple[tuple[str, int, int], ...]
-    """Every trim as (reason, dropped messages, kept turns), in order: what `differs` compares."""
+    trace: tuple[Trim, ...]
+    """Every trim, in order: what `differs` compares."""
 
     @property
     def trims(self) -> int:
@@ -185,11 +230,20 @@ def replay_session(
     session: ReviewSession, policy: Policy, settings: ReplaySettings, *, label: str = "spec"
 ) -> SessionReplay:
     """Replay `session` under `policy`: a pure function of its arguments."""
+    return replay(session, policy, settings, label=label)[1]
+
+
+def replay(
+    session: ReviewSession, policy: Policy, settings: ReplaySettings, *, label: str = "spec"
+) -> tuple[Agent, SessionReplay]:
+    """`replay_session`, also returning the agent at the end (its history and events)."""
     outputs: deque[str] = deque()
     tools = [Tool(_Recorded(outputs), name) for name in session.tools]
+    observed: list[ObservedTrim] = []
     agent = Agent(
         ScriptedProvider(),
         settings.runtime(policy),
+        bus=EventBus(observers=[observed.append]),
         system_prompt=session.system_prompt,
         tools=tools,
         policy=policy,
@@ -200,6 +254,7 @@ def replay_session(
         agent.restore(session.restored, crumb_present=session.crumb_present)
         live = index_turns(agent.history, crumb_present=agent.crumb_present).turn_count
     dropped_turns = model_refusals = capacity_refusals = failed = retries = 0
+    trims: list[Trim] = []
     true_tokens: list[int] = []
     for turn in session.turns:
         provider = ScriptedProvider(
@@ -220,7 +275,12 @@ def replay_session(
             unretried = 1  # the last overflow of the turn was not retried
         except ScriptExhaustedError:
             failed += 1
-        for event in agent.events[first_event:]:
+        for seen in observed[first_event:]:
+            event = seen.event
+            trims.append(Trim(
+                seen.turn_id, str(event.reason), event.dropped_messages, live - event.kept_turns,
+                event.kept_turns, event.tokens_before, event.tokens_after, event.budget,
+            ))
             dropped_turns += live - event.kept_turns
             live = event.kept_turns
         overflows = sum(1 for r in provider.requests if r.outcome == "overflow")
@@ -228,7 +288,7 @@ def replay_session(
         retries += overflows - unretried
         true_tokens.extend(r.estimated_tokens for r in provider.requests)
     events = agent.events
-    return SessionReplay(
+    return agent, SessionReplay(
         session=session.name,
         policy=label,
         turns=len(session.turns),
@@ -244,7 +304,7 @@ def replay_session(
         capacity_refusals=capacity_refusals,
         failed_turns=failed,
         kept_turns=live,
-        trace=tuple((str(e.reason), e.dropped_messages, e.kept_turns) for e in events),
+        trace=tuple(trims),
     )
 
 

@@ -6,6 +6,7 @@ support chat with long user messages, and a session restored with a breadcrumb."
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 from typing import Literal
@@ -51,6 +52,10 @@ _TOPICS = ("late delivery", "double charge", "broken item", "refund not received
            "address change", "subscription cancellation", "wrong size", "missing invoice")
 
 
+def _args(values: dict[str, str]) -> str:
+    return json.dumps(values, separators=(",", ":"), ensure_ascii=False)
+
+
 def _words(rng: random.Random, count: int) -> str:
     vocab = (
         "order", "package", "delivery", "the", "customer", "refund", "payment", "card",
@@ -59,6 +64,11 @@ def _words(rng: random.Random, count: int) -> str:
         "yesterday", "still", "nothing", "arrived", "charged", "twice", "bank", "statement",
     )
     return " ".join(rng.choice(vocab) for _ in range(count))
+
+
+def _frame(rng: random.Random) -> str:
+    function = rng.choice(("total", "apply", "round_half_up", "quantize"))
+    return f"    {rng.choice(_FILES)}:{rng.randint(10, 400)}: in {function}"
 
 
 def _pytest_log(rng: random.Random) -> str:
@@ -75,14 +85,15 @@ def _pytest_log(rng: random.Random) -> str:
             '        cart = make_cart(items=[("mug", Decimal("9.99"), 3)])',
             '>       assert checkout_total(cart, shipping=Decimal("4.50")) == Decimal("41.31")',
             "E       AssertionError: assert Decimal('41.30') == Decimal('41.31')",
-            *(f"    {rng.choice(_FILES)}:{rng.randint(10, 400)}: in {rng.choice(('total', 'apply', 'round_half_up', 'quantize'))}" for _ in range(rng.randint(4, 12))),
+            *(_frame(rng) for _ in range(rng.randint(4, 12))),
         ]
-    lines.append(f"=========== {failing} failed, {tests - failing} passed in {rng.uniform(0.5, 9):.2f}s ===========")
+    seconds = rng.uniform(0.5, 9)
+    lines.append(f"===== {failing} failed, {tests - failing} passed in {seconds:.2f}s =====")
     return "\n".join(lines)
 
 
 def _source(rng: random.Random, path: str) -> str:
-    lines = [f'"""{path}: checkout arithmetic."""', "from decimal import ROUND_HALF_UP, Decimal", ""]
+    lines = [f'"""{path}: checkout arithmetic."""', "from decimal import ROUND_HALF_UP, Decimal"]
     for n in range(rng.randint(10, 45)):
         lines += [
             f"def step_{n}(amount: Decimal, rate: Decimal) -> Decimal:",
@@ -104,16 +115,18 @@ def _coding_round(rng: random.Random, turn: int, step: int) -> tuple[ToolCall, s
     call_id = f"call_{turn}_{step}"
     kind = rng.choice(("run_tests", "read_file", "read_file", "grep", "apply_patch"))
     if kind == "run_tests":
-        return ToolCall(id=call_id, name=kind, arguments={"path": "tests/"}), _pytest_log(rng)
+        call = ToolCall(id=call_id, name=kind, arguments=_args({"path": "tests/"}))
+        return call, _pytest_log(rng)
     if kind == "read_file":
         path = rng.choice(_FILES)
-        return ToolCall(id=call_id, name=kind, arguments={"path": path}), _source(rng, path)
+        return ToolCall(id=call_id, name=kind, arguments=_args({"path": path})), _source(rng, path)
     if kind == "grep":
         word = rng.choice(("checkout_total", "OrderTotal", "quantize", "TAX_RATE"))
-        return ToolCall(id=call_id, name=kind, arguments={"pattern": word}), _grep(rng, word)
+        return ToolCall(id=call_id, name=kind, arguments=_args({"pattern": word})), _grep(rng, word)
     path = rng.choice(_FILES)
     diff = f"--- a/{path}\n+++ b/{path}\n@@ -{rng.randint(1, 90)},7 +{rng.randint(1, 90)},7 @@\n"
-    return ToolCall(id=call_id, name=kind, arguments={"path": path, "diff": diff}), "patch applied"
+    call = ToolCall(id=call_id, name=kind, arguments=_args({"path": path, "diff": diff}))
+    return call, "patch applied"
 
 
 def coding_session(rng: random.Random, turns: int) -> list[ConversationMessage]:
@@ -152,7 +165,7 @@ def research_session(rng: random.Random, turns: int) -> list[ConversationMessage
         for step in range(rng.randint(0, 3)):
             call = ToolCall(
                 id=f"call_{turn}_{step}", name=rng.choice(("web_search", "fetch_page")),
-                arguments={"query": rng.choice(_QUESTIONS)[:40]},
+                arguments=_args({"query": rng.choice(_QUESTIONS)[:40]}),
             )
             page = "\n".join(
                 f"[{n}] {_words(rng, rng.randint(8, 30))}" for n in range(rng.randint(5, 40))
@@ -185,7 +198,7 @@ def support_session(rng: random.Random, turns: int) -> list[ConversationMessage]
         if rng.random() < 0.4:
             call = ToolCall(
                 id=f"call_{turn}", name="lookup_order",
-                arguments={"order": f"A-{rng.randint(10000, 99999)}"},
+                arguments=_args({"order": f"A-{rng.randint(10000, 99999)}"}),
             )
             items.append(AssistantToolCalls(text=None, tool_calls=(call,)))
             items.append(ToolResults(results=(ToolResultMessage(
