@@ -17,8 +17,8 @@ from pydantic import ValidationError
 import histtrim
 from histtrim import (
     Agent,
-    ChatMessage,
     ChannelSenderCache,
+    ChatMessage,
     ProviderProfile,
     RuntimeProfile,
     ScriptedProvider,
@@ -169,7 +169,8 @@ def test_ledger_and_trim_price_with_the_policy() -> None:
 
 
 def test_fallback_budget_budget_1() -> None:
-    runtime = resolve_runtime(RuntimeProfile(), None, None, policy=Policy(fallback_context_tokens=9000))
+    policy = Policy(fallback_context_tokens=9000)
+    runtime = resolve_runtime(RuntimeProfile(), None, None, policy=policy)
     assert runtime.effective_context_budget() == 9000
     assert runtime.context_window == 9000
     assert resolve_runtime(RuntimeProfile(), None, None).effective_context_budget() == 32_000
@@ -249,7 +250,7 @@ def test_agent_runtime_must_share_its_policy() -> None:
     agent = _agent(Policy(image_tokens=5))
     assert agent.runtime.policy == Policy(image_tokens=5)
     agent.runtime = resolve_runtime(RuntimeProfile(), None, None)
-    with pytest.raises(ValueError, match="runtime.policy"):
+    with pytest.raises(ValueError, match=r"runtime\.policy"):
         agent.turn("hi")
 
 
