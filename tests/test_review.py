@@ -152,7 +152,9 @@ def test_dask_local_cluster_gives_the_serial_result() -> None:
     assert on_dask == serial
 
 
-def test_cli_review_prints_the_comparison(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_review_prints_the_comparison(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     report = tmp_path / "report.html"
     code = main([
         "review", str(SESSIONS), "--policy", str(POLICIES / "reactive-half.toml"),
