@@ -209,3 +209,17 @@ def test_report_is_self_contained(corpus) -> None:  # type: ignore[no-untyped-de
     html = report_html(review, _settings())
     assert "<script" not in html and "src=\"http" not in html
     assert html == report_html(review, _settings())  # deterministic bytes
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_cli_review_bad_session_names_its_file(
+    workers: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A session is loaded on the worker; a bad one is still reported with its file and line."""
+    (tmp_path / "a.json").write_text((SESSIONS / "support-chat-1.json").read_text())
+    bad = tmp_path / "b.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "wizard", "content": "x"}\n')
+    code = main(["review", str(tmp_path), "--workers", workers])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{bad}: line 2" in err and "role" in err

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..config import AgentConfig, ProviderProfile, RuntimeProfile
 from ..policy import SPEC, Policy
-from ..review.compare import format_review, run_review
+from ..review.compare import SessionLoadError, format_review, run_review
 from ..review.replay import ReplaySettings, ReviewSession, session_from_items
 from ..route import select_route
 from .errors import EXIT_OK, InputError
@@ -138,13 +138,17 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise InputError("--config", "cannot be combined with --budget")
     if (args.config is None) != (args.agent is None):
         raise InputError("--config", "--config and --agent go together")
-    sessions = load_sessions(args.sessions)
+    paths = session_paths(args.sessions)
     policies = policies_from(args.policy)
     settings = settings_from(args)
-    progress = args.progress if args.progress is not None else len(sessions) >= PROGRESS_FROM
-    review = run_review(
-        sessions, policies, settings, workers=args.workers, dask=args.dask, progress=progress
-    )
+    progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
+    try:
+        review = run_review(
+            paths, policies, settings, loader=load_session, workers=args.workers,
+            dask=args.dask, progress=progress,
+        )
+    except SessionLoadError as error:
+        raise InputError(error.path, error.problem.removeprefix(f"{error.path}: ")) from None
     print(format_review(review))
     if args.html:
         from ..review.report import write_report

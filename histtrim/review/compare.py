@@ -11,13 +11,38 @@ from dataclasses import dataclass
 from ..policy import Policy
 from .replay import ReplaySettings, ReviewSession, SessionReplay, median_max, replay_session
 
-Task = tuple[ReviewSession, tuple[tuple[str, Policy], ...], ReplaySettings]
-"""One session and every (label, policy) pair to replay it with."""
+Loader = Callable[[str], ReviewSession]
+"""Reads a session file (a module-level function, so it pickles by name)."""
+
+Task = tuple[ReviewSession | str, Loader | None, tuple[tuple[str, Policy], ...], ReplaySettings]
+"""One session (or the path a worker loads it from) and every (label, policy) to replay."""
+
+
+class SessionLoadError(ValueError):
+    """A session file a worker could not load: its path and what is wrong (picklable)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(path, problem)
+        self.path = path
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return self.problem
 
 
 def replay_task(task: Task) -> list[SessionReplay]:
-    """Replay one session under every policy (the unit of work sent to a worker)."""
-    session, policies, settings = task
+    """Load (if given a path) and replay one session under every policy: the unit of work
+    sent to a worker."""
+    source, loader, policies, settings = task
+    if isinstance(source, str):
+        if loader is None:
+            raise ValueError(f"sessions: {source!r} is a path but no loader was given")
+        try:
+            session = loader(source)
+        except Exception as error:  # reported in the parent, with the file it came from
+            raise SessionLoadError(source, str(error)) from None
+    else:
+        session = source
     return [replay_session(session, policy, settings, label=label) for label, policy in policies]
 
 
@@ -171,24 +196,28 @@ def _progress(results: Iterable[list[list[SessionReplay]]], total: int, show: bo
 
 
 def run_review(
-    sessions: Sequence[ReviewSession],
+    sessions: Sequence[ReviewSession | str],
     policies: Sequence[tuple[str, Policy]],
     settings: ReplaySettings,
     *,
+    loader: Loader | None = None,
     workers: int | None = None,
     dask: str | None = None,
     progress: bool = False,
     batch_size: int = 25,
 ) -> Review:
     """Replay every session under every policy: in this process (`workers=1`), on a process
-    pool over every core (the default), or on the Dask cluster at `dask` (an address)."""
+    pool over every core (the default), or on the Dask cluster at `dask` (an address).
+
+    A session given as a path is loaded by `loader` on the worker (the parent does no
+    per-session work), so the workers must see the same files."""
     if not policies:
         raise ValueError("policies: at least one policy is needed")
     labels = [label for label, _ in policies]
     if len(set(labels)) != len(labels):
         raise ValueError(f"policies: labels must be unique, got {labels}")
     pairs = tuple(policies)
-    tasks: list[Task] = [(session, pairs, settings) for session in sessions]
+    tasks: list[Task] = [(session, loader, pairs, settings) for session in sessions]
     batches = _batches(tasks, batch_size)
     results: Iterable[list[list[SessionReplay]]]
     if dask is not None:
