@@ -223,3 +223,11 @@ def test_cli_review_bad_session_names_its_file(
     err = capsys.readouterr().err
     assert code == 2
     assert f"{bad}: line 2" in err and "role" in err
+
+
+def test_progress_bar_on_long_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tqdm", reason="the review extra (tqdm) is absent")
+    sessions = [session_from_items(f"s{n}", generate("support", n, 2)) for n in range(3)]
+    run_review(sessions, [("spec", SPEC)], _settings(), workers=1, progress=True, batch_size=1)
+    err = capsys.readouterr().err
+    assert "review" in err and "3/3" in err
