@@ -64,6 +64,7 @@ def per_session_table(review: Review, metrics: Sequence[str]) -> str:
 def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
     """One panel per metric: a group of bars per session, one bar per policy."""
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     sessions = [r.session for r in review.by_policy(review.labels[0])]
     figure = Figure(figsize=(max(6.0, 0.9 * len(sessions) + 2), 2.6 * len(metrics) + 0.6))
@@ -75,6 +76,7 @@ def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Fi
             xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
             axes.bar(xs, values[label], width=width, label=label)
         axes.set_ylabel(METRICS[metric])
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         axes.set_xticks(range(len(sessions)), sessions, rotation=30, ha="right", fontsize=8)
         axes.legend(fontsize=8)
     axes_list[-1].set_xlabel("session")
@@ -98,11 +100,16 @@ def tokens_figure(review: Review) -> Figure:
     return figure
 
 
-def png_data_uri(figure: Figure) -> str:
-    """The figure as a PNG data URI (no metadata: the same figure gives the same bytes)."""
+def png_bytes(figure: Figure) -> bytes:
+    """The figure as PNG (no metadata: the same figure gives the same bytes)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=96, metadata={"Software": None})
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return buffer.getvalue()
+
+
+def png_data_uri(figure: Figure) -> str:
+    """The figure as a PNG data URI, for a self-contained HTML page."""
+    return "data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode("ascii")
 
 
 def report_html(review: Review, settings: ReplaySettings) -> str:
