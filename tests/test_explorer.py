@@ -81,3 +81,12 @@ def test_widget_callback_recomputes_the_view(corpus) -> None:  # type: ignore[no
     controls["max_turns"].value = 100
     assert explorer.view is not before
     assert explorer.view.replay.turn_limit_trims == 0
+
+
+def test_widget_shows_the_view_as_text(corpus) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("ipywidgets", reason="the notebooks extra (ipywidgets) is absent")
+    from histtrim.review.explorer import Explorer
+
+    explorer = Explorer(corpus[:2])
+    assert explorer.view is not None
+    assert explorer.output.value.startswith("<pre>" + explorer.view.summary())

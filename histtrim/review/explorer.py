@@ -5,6 +5,7 @@ view is computed by `explore`, with the same replay the `histtrim review` comman
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -179,7 +180,8 @@ class Explorer:
                 description="reactive target", style=style, layout=layout,
             ),
         }
-        self.output = widgets.Output()
+        self.output = widgets.HTML()
+        """The view as preformatted text (a value, not printed output: nothing leaks)."""
         self.view: ExplorerView | None = None
         for control in self.controls.values():
             control.observe(self.update, names="value")
@@ -211,9 +213,7 @@ class Explorer:
     def update(self, change: object = None) -> None:
         """Recompute and redraw (the callback of every control)."""
         self.view = self.compute()
-        self.output.clear_output(wait=True)
-        with self.output:
-            print(self.view.text())
+        self.output.value = f"<pre>{html.escape(self.view.text())}</pre>"
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
