@@ -12,6 +12,7 @@ from .carriers import to_chat_messages
 from .counting import TokenCounter
 from .ledger import TokenLedger
 from .messages import ChatMessage, ConversationMessage
+from .policy import SPEC, Policy
 
 
 class Checkpoint(NamedTuple):
@@ -28,11 +29,13 @@ class AgentHistory:
     """Structured items, the rows of each (converted once) and their `TokenLedger`, behind
     the system rows in `head`; `crumb` is the owner's breadcrumb flag."""
 
-    def __init__(self, *, token_counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self, *, token_counter: TokenCounter | None = None, policy: Policy = SPEC
+    ) -> None:
         self.items: list[ConversationMessage] = []
         self.item_rows: list[tuple[ChatMessage, ...]] = []
         """The provider-facing rows of each item, converted once."""
-        self.ledger = TokenLedger(token_counter=token_counter)
+        self.ledger = TokenLedger(token_counter=token_counter, policy=policy)
         self.head: tuple[ChatMessage, ...] = ()
         self.crumb = False
 

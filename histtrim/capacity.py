@@ -113,14 +113,16 @@ def capacity_report(
     messages' text (not the images, hooks or tool schemas: see `histtrim.counting`)."""
     if isinstance(hooks, str):
         raise ValueError("hooks: expected an iterable of hook texts, got a single str")
-    rows = chat_rows(messages)
+    rows, policy = chat_rows(messages), runtime.policy
     index = index_turns(rows)
     if token_counter is None:
-        costs, counter = message_costs(rows, index), None
+        costs, counter = message_costs(rows, index, policy=policy), None
     else:
-        costs, counter = counted_costs(rows, token_counter, index), counter_name(token_counter)
-    images = estimate_image_tokens(rows)
-    hook_tokens, schema_tokens = estimate_hooks(hooks), estimate_tool_schemas(tool_schemas)
+        costs = counted_costs(rows, token_counter, index, policy=policy)
+        counter = counter_name(token_counter)
+    images = estimate_image_tokens(rows, policy=policy)
+    hook_tokens = estimate_hooks(hooks, policy=policy)
+    schema_tokens = estimate_tool_schemas(tool_schemas, policy=policy)
     estimate = sum(costs)
     return CapacityReport(
         messages=estimate - images,

@@ -20,10 +20,12 @@ from pydantic import (
     model_validator,
 )
 
-FALLBACK_CONTEXT_TOKENS = 32_000
+from .policy import SPEC, Policy
+
+FALLBACK_CONTEXT_TOKENS = SPEC.fallback_context_tokens
 """The historical budget and the window operand of an unknown capacity (BUDGET-1, BUDGET-8)."""
 
-DEFAULT_MAX_HISTORY_TURNS = 50
+DEFAULT_MAX_HISTORY_TURNS = SPEC.default_max_history_turns
 """`max_history_messages` when unset; its unit is one whole user turn (LIMIT-1..2)."""
 
 MAX_TOKEN_COUNT = 2**64 - 1
@@ -59,7 +61,10 @@ class RuntimeProfile(_Config):
         default=None, description="Whole-turn limit (unit: one user turn); unset means 50."
     )
     max_tool_iterations: TokenCount = 10
-    max_tool_result_chars: TokenCount = Field(default=50_000, description="0 disables the cap.")
+    max_tool_result_chars: TokenCount = Field(
+        default=SPEC.max_tool_result_chars,
+        description="0 disables the cap; unset means the policy's cap (50,000).",
+    )
 
     @field_validator("context_compact_ratio", mode="before")
     @classmethod
@@ -82,9 +87,19 @@ class RuntimeProfile(_Config):
     @property
     def max_history_turns(self) -> int:
         """The effective whole-turn limit: `max_history_messages`, or 50 when unset (LIMIT-2)."""
+        return self.history_turn_limit()
+
+    def history_turn_limit(self, policy: Policy = SPEC) -> int:
+        """`max_history_messages`, or the policy's default turn limit when unset (LIMIT-2)."""
         if self.max_history_messages is None:
-            return DEFAULT_MAX_HISTORY_TURNS
+            return policy.default_max_history_turns
         return self.max_history_messages
+
+    def tool_result_cap(self, policy: Policy = SPEC) -> int:
+        """`max_tool_result_chars` when set explicitly (0 included), else the policy's cap."""
+        if "max_tool_result_chars" in self.model_fields_set:
+            return self.max_tool_result_chars
+        return policy.max_tool_result_chars
 
 
 class ProviderProfile(_Config):

@@ -2,7 +2,7 @@
 
 With a `token_counter`, a row costs
 
-    token_counter(row) + FRAME_TOKENS + IMAGE_TOKENS x (its dispatched images)
+    token_counter(row) + frame tokens + image tokens x (its dispatched images)
 
 The counter replaces only `ceil(utf8_bytes / 4)`, the text part of EST-1; the four framing
 tokens and the image price, with the spec's rule for which images are dispatched (EST-2, EST-3),
@@ -20,8 +20,9 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any
 
-from .estimate import FRAME_TOKENS, IMAGE_TOKENS, dispatched_images
+from .estimate import dispatched_images
 from .messages import ChatMessage
+from .policy import SPEC, Policy
 from .turns import TurnIndex, index_turns
 
 TokenCounter = Callable[[ChatMessage], int]
@@ -76,21 +77,27 @@ def counted_tokens(row: ChatMessage, counter: TokenCounter) -> int:
     return tokens
 
 
-def counted_plain_cost(row: ChatMessage, counter: TokenCounter) -> int:
+def counted_plain_cost(row: ChatMessage, counter: TokenCounter, *, policy: Policy = SPEC) -> int:
     """A row with no dispatched image: the counter's tokens plus the framing tokens."""
-    return counted_tokens(row, counter) + FRAME_TOKENS
+    return counted_tokens(row, counter) + policy.frame_tokens
 
 
-def counted_cost(row: ChatMessage, counter: TokenCounter, *, current_turn: bool) -> int:
+def counted_cost(
+    row: ChatMessage, counter: TokenCounter, *, current_turn: bool, policy: Policy = SPEC
+) -> int:
     """One row's price with a counter; `current_turn` is whether it follows the last real user
     row (it decides which tool results dispatch their declared images, EST-2/EST-3)."""
-    return counted_plain_cost(row, counter) + IMAGE_TOKENS * dispatched_images(
-        row, current_turn=current_turn
+    return counted_plain_cost(row, counter, policy=policy) + policy.image_tokens * (
+        dispatched_images(row, current_turn=current_turn)
     )
 
 
 def counted_costs(
-    history: Sequence[ChatMessage], counter: TokenCounter, index: TurnIndex | None = None
+    history: Sequence[ChatMessage],
+    counter: TokenCounter,
+    index: TurnIndex | None = None,
+    *,
+    policy: Policy = SPEC,
 ) -> list[int]:
     """Every row's price with a counter, in one pass: `message_costs` with the text part counted.
 
@@ -99,11 +106,12 @@ def counted_costs(
     if index is None:
         index = index_turns(history)
     facts = index.facts
-    costs = [counted_tokens(row, counter) + FRAME_TOKENS for row in history]
+    frame, image = policy.frame_tokens, policy.image_tokens
+    costs = [counted_tokens(row, counter) + frame for row in history]
     for i in compress(range(len(facts)), [f.image_markers for f in facts]):
-        costs[i] += IMAGE_TOKENS * dispatched_images(history[i], current_turn=False)
+        costs[i] += image * dispatched_images(history[i], current_turn=False)
     current = index.current_turn_after
     declared = [f.declares_attachments for f in facts[current + 1 :]]
     for i in compress(range(current + 1, len(history)), declared):
-        costs[i] += IMAGE_TOKENS * dispatched_images(history[i], current_turn=True)
+        costs[i] += image * dispatched_images(history[i], current_turn=True)
     return costs

@@ -33,6 +33,7 @@ from .messages import (
     ToolResults,
     conversation_rows,
 )
+from .policy import SPEC, Policy
 from .trim import TrimResult, TurnCountTrimResult
 from .turns import TurnIndex, index_turns, leading_system_count
 
@@ -74,6 +75,7 @@ def _price(
     items: Sequence[ConversationMessage],
     crumb_present: bool,
     token_counter: TokenCounter | None = None,
+    policy: Policy = SPEC,
 ) -> _Priced:
     index = index_turns(items, crumb_present=crumb_present)
     rows: list[ChatMessage] = []
@@ -84,9 +86,9 @@ def _price(
         owner.extend([i] * len(expanded))
     row_index = index_turns(rows, crumb_present=crumb_present)
     row_costs = (
-        message_costs(rows, row_index)
+        message_costs(rows, row_index, policy=policy)
         if token_counter is None
-        else counted_costs(rows, token_counter, row_index)
+        else counted_costs(rows, token_counter, row_index, policy=policy)
     )
     current = row_index.current_turn_after
     costs, images = [0] * len(items), [0] * len(items)
@@ -101,12 +103,13 @@ def turn_stats(
     *,
     crumb_present: bool = False,
     token_counter: TokenCounter | None = None,
+    policy: Policy = SPEC,
 ) -> list[TurnStats]:
     """Messages, tokens, images and the cumulative size from the newest turn, per turn.
 
     Structured items are priced as the provider-facing rows they become; a `token_counter`
     prices the rows' text instead of EST-1's bytes (`histtrim.counting`)."""
-    priced = _price(conversation_rows(history), crumb_present, token_counter)
+    priced = _price(conversation_rows(history), crumb_present, token_counter, policy)
     turn_of = priced.turn_of()
     turns = priced.index.turn_count
     first = [0, *(priced.index.turn_start(k) for k in range(turns))]

@@ -17,11 +17,12 @@ from .carriers import (
     split_image_markers,
 )
 from .messages import MAX_JSON_DEPTH, ChatMessage, chat_rows, json_too_deep
+from .policy import SPEC, Policy
 from .turns import TurnIndex, index_turns
 
-BYTES_PER_TOKEN = 4
-FRAME_TOKENS = 4
-IMAGE_TOKENS = 1600
+BYTES_PER_TOKEN = SPEC.bytes_per_token
+FRAME_TOKENS = SPEC.frame_tokens
+IMAGE_TOKENS = SPEC.image_tokens
 
 
 def utf8_len(text: str) -> int:
@@ -29,14 +30,14 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-def text_tokens(text: str) -> int:
+def text_tokens(text: str, *, policy: Policy = SPEC) -> int:
     """`ceil(utf8_bytes / 4)`: the text part of any price."""
-    return -(-utf8_len(text) // BYTES_PER_TOKEN)
+    return -(-utf8_len(text) // policy.bytes_per_token)
 
 
-def plain_cost(message: ChatMessage) -> int:
+def plain_cost(message: ChatMessage, *, policy: Policy = SPEC) -> int:
     """A row priced as plain text: its content bytes plus the framing tokens."""
-    return -(-message.facts.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS
+    return -(-message.facts.utf8_bytes // policy.bytes_per_token) + policy.frame_tokens
 
 
 def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | None:
@@ -58,12 +59,16 @@ def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | N
     return MarkedText(result.content, images)
 
 
-def message_cost(message: ChatMessage, *, current_turn: bool) -> int:
+def message_cost(message: ChatMessage, *, current_turn: bool, policy: Policy = SPEC) -> int:
     """One row's estimate; `current_turn` is whether it follows the last real user row."""
     split = _images_split(message, current_turn=current_turn)
     if split is None:
-        return plain_cost(message)
-    return text_tokens(split.text) + IMAGE_TOKENS * len(split.images) + FRAME_TOKENS
+        return plain_cost(message, policy=policy)
+    return (
+        text_tokens(split.text, policy=policy)
+        + policy.image_tokens * len(split.images)
+        + policy.frame_tokens
+    )
 
 
 def dispatched_images(message: ChatMessage, *, current_turn: bool) -> int:
@@ -72,16 +77,20 @@ def dispatched_images(message: ChatMessage, *, current_turn: bool) -> int:
     return 0 if split is None else len(split.images)
 
 
-def estimate_image_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) -> int:
+def estimate_image_tokens(
+    history: Iterable[ChatMessage | Mapping[str, Any]], *, policy: Policy = SPEC
+) -> int:
     """The image part of `estimate_history_tokens` (EST-2..3): IMAGE_TOKENS per dispatched image."""
     rows = chat_rows(history)
     current = index_turns(rows).current_turn_after
-    return IMAGE_TOKENS * sum(
+    return policy.image_tokens * sum(
         dispatched_images(m, current_turn=i > current) for i, m in enumerate(rows)
     )
 
 
-def message_costs(history: Sequence[ChatMessage], index: TurnIndex | None = None) -> list[int]:
+def message_costs(
+    history: Sequence[ChatMessage], index: TurnIndex | None = None, *, policy: Policy = SPEC
+) -> list[int]:
     """Every row's cost in one pass over the cached row facts.
 
     Only user rows with image markers and the current turn's tool rows and carriers that
@@ -89,19 +98,22 @@ def message_costs(history: Sequence[ChatMessage], index: TurnIndex | None = None
     if index is None:
         index = index_turns(history)
     facts = index.facts
-    costs = [-(-f.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS for f in facts]
+    per_token, frame = policy.bytes_per_token, policy.frame_tokens
+    costs = [-(-f.utf8_bytes // per_token) + frame for f in facts]
     for i in compress(range(len(facts)), [f.image_markers for f in facts]):
-        costs[i] = message_cost(history[i], current_turn=False)
+        costs[i] = message_cost(history[i], current_turn=False, policy=policy)
     current = index.current_turn_after
     declared = [f.declares_attachments for f in facts[current + 1 :]]
     for i in compress(range(current + 1, len(history)), declared):
-        costs[i] = message_cost(history[i], current_turn=True)
+        costs[i] = message_cost(history[i], current_turn=True, policy=policy)
     return costs
 
 
-def estimate_history_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) -> int:
+def estimate_history_tokens(
+    history: Iterable[ChatMessage | Mapping[str, Any]], *, policy: Policy = SPEC
+) -> int:
     """The estimated prompt size of provider-facing rows, images included (EST-1..4)."""
-    return sum(message_costs(chat_rows(history)))
+    return sum(message_costs(chat_rows(history), policy=policy))
 
 
 class ToolSchema(BaseModel):
@@ -142,7 +154,9 @@ def _texts_or_items(name: str, values: object) -> Iterable[Any]:
     return values
 
 
-def estimate_tool_schemas(schemas: Iterable[ToolSchema | Mapping[str, Any]]) -> int:
+def estimate_tool_schemas(
+    schemas: Iterable[ToolSchema | Mapping[str, Any]], *, policy: Policy = SPEC
+) -> int:
     """Per tool: `ceil(bytes(name + description + compact JSON parameters) / 4) + 4`."""
     total = 0
     for i, value in enumerate(_texts_or_items("schemas", schemas)):
@@ -157,15 +171,16 @@ def estimate_tool_schemas(schemas: Iterable[ToolSchema | Mapping[str, Any]]) -> 
             )
         except (ValueError, TypeError, RecursionError) as error:
             raise ValueError(f"schemas[{i}].parameters: not JSON: {error}") from None
-        total += text_tokens(schema.name + schema.description + params) + FRAME_TOKENS
+        total += text_tokens(schema.name + schema.description + params, policy=policy)
+        total += policy.frame_tokens
     return total
 
 
-def estimate_hooks(hooks: Iterable[str]) -> int:
+def estimate_hooks(hooks: Iterable[str], *, policy: Policy = SPEC) -> int:
     """Hook text injected into a request, priced as text."""
     total = 0
     for i, hook in enumerate(_texts_or_items("hooks", hooks)):
         if not isinstance(hook, str):
             raise ValueError(f"hooks[{i}]: expected a str, got {type(hook).__name__}")
-        total += text_tokens(hook)
+        total += text_tokens(hook, policy=policy)
     return total

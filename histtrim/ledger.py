@@ -15,6 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 from .counting import TokenCounter, counted_cost, counted_costs, counted_plain_cost
 from .estimate import message_cost, message_costs, plain_cost
 from .messages import ChatMessage, chat_rows
+from .policy import SPEC, Policy
 from .trim import TrimResult, trim_to_recent_turns
 from .turns import crumb_slot, index_turns, is_system
 from .validation import flag, integer_in, non_negative
@@ -52,8 +53,8 @@ class TokenLedger(Sequence[ChatMessage]):
     Thread-safe: every method holds the ledger's (reentrant) lock, so a ledger shared by
     several threads stays equal to the estimate of its rows; iterating walks a snapshot."""
 
-    __slots__ = ("_costs", "_counter", "_last_open", "_lock", "_pending", "_prefix", "_priced",
-                 "_rows", "_total", "_turns")
+    __slots__ = ("_costs", "_counter", "_last_open", "_lock", "_pending", "_policy", "_prefix",
+                 "_priced", "_rows", "_total", "_turns")
     _lock: threading.RLock
     _rows: list[ChatMessage]
     _costs: list[int]
@@ -74,10 +75,12 @@ class TokenLedger(Sequence[ChatMessage]):
         history: Iterable[ChatMessage | Mapping[str, Any]] = (),
         *,
         token_counter: TokenCounter | None = None,
+        policy: Policy = SPEC,
     ) -> None:
         """`token_counter` prices each row's text instead of EST-1's bytes (`histtrim.counting`):
         it is called once per row, ever, so the ledger stays O(new rows) with it too."""
         self._lock = threading.RLock()
+        self._policy = policy
         self._priced = 0
         self._counter = token_counter
         self.rebuild(history)
@@ -89,11 +92,13 @@ class TokenLedger(Sequence[ChatMessage]):
 
     def _cost(self, row: ChatMessage, *, current_turn: bool) -> int:
         if self._counter is None:
-            return message_cost(row, current_turn=current_turn)
-        return counted_cost(row, self._counter, current_turn=current_turn)
+            return message_cost(row, current_turn=current_turn, policy=self._policy)
+        return counted_cost(row, self._counter, current_turn=current_turn, policy=self._policy)
 
     def _plain(self, row: ChatMessage) -> int:
-        return plain_cost(row) if self._counter is None else counted_plain_cost(row, self._counter)
+        if self._counter is None:
+            return plain_cost(row, policy=self._policy)
+        return counted_plain_cost(row, self._counter, policy=self._policy)
 
     # ------------------------------------------------------------------ reading
 
@@ -102,6 +107,11 @@ class TokenLedger(Sequence[ChatMessage]):
         """The estimate of every row, images included (EST-1..4)."""
         with self._lock:
             return self._total
+
+    @property
+    def policy(self) -> Policy:
+        """The prices every row is estimated with (fixed for the ledger's life)."""
+        return self._policy
 
     @property
     def priced(self) -> int:
@@ -258,7 +268,8 @@ class TokenLedger(Sequence[ChatMessage]):
 
         The breadcrumb is the owner's to insert (`insert(system_rows, breadcrumb_message())`)."""
         result = trim_to_recent_turns(
-            self, budget_tokens, crumb_present=crumb_present, token_counter=self._counter
+            self, budget_tokens, crumb_present=crumb_present, token_counter=self._counter,
+            policy=self._policy,
         )
         if result.trimmed:
             self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
@@ -270,9 +281,9 @@ class TokenLedger(Sequence[ChatMessage]):
         rows = list(chat_rows(history))
         index = index_turns(rows)
         costs = (  # before any change: a failing counter leaves the ledger as it was
-            message_costs(rows, index)
+            message_costs(rows, index, policy=self._policy)
             if self._counter is None
-            else counted_costs(rows, self._counter, index)
+            else counted_costs(rows, self._counter, index, policy=self._policy)
         )
         self._rows, self._costs = rows, costs
         self._total = sum(self._costs)

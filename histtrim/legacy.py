@@ -49,9 +49,9 @@ def legacy_run(
     Requests are capacity-checked; a provider overflow propagates. The input is not changed."""
     log = logger if logger is not None else logging.getLogger(LEGACY_LOGGER)
     profile = runtime.profile
-    toolbox = _Toolbox(tools)
+    toolbox = _Toolbox(tools, runtime.policy)
     rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, profile.max_history_turns)
+    trimmed = trim_to_recent_turn_count(rows, runtime.max_history_turns)
     if trimmed.trimmed:
         log.info(
             "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
@@ -59,7 +59,7 @@ def legacy_run(
             trimmed.dropped_turns,
             trimmed.dropped_messages,
             trimmed.kept_turns,
-            profile.max_history_turns,
+            runtime.max_history_turns,
         )
     rows = trimmed.history
     calls = 0
@@ -72,7 +72,7 @@ def legacy_run(
             return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
         rows.append(ChatMessage.assistant_tool_calls(answer.text, answer.tool_calls))
         for call in answer.tool_calls:
-            result = toolbox.run(call, profile.max_tool_result_chars)
+            result = toolbox.run(call, runtime.max_tool_result_chars)
             rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
     request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
     check_request(request, runtime=runtime)

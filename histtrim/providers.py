@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, StrictStr
 
 from .estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas, text_tokens
 from .messages import ChatMessage, ToolCall
+from .policy import SPEC, Policy
 from .validation import non_negative
 
 
@@ -77,24 +78,35 @@ class ProviderRequest:
     messages: tuple[ChatMessage, ...]
     tool_schemas: tuple[ToolSchema, ...]
     outcome: Outcome
+    policy: Policy = SPEC
 
     @property
     def estimated_tokens(self) -> int:
         """The histtrim estimate of the messages plus the tool schemas."""
-        return estimate_history_tokens(self.messages) + estimate_tool_schemas(self.tool_schemas)
+        policy = self.policy
+        return estimate_history_tokens(self.messages, policy=policy) + estimate_tool_schemas(
+            self.tool_schemas, policy=policy
+        )
 
 
 class ScriptedProvider:
     """Replays `script` one step per call; with `hidden_window`, any request whose estimate
-    exceeds it overflows without consuming a step (a window the runtime does not know)."""
+    exceeds it overflows without consuming a step (a window the runtime does not know).
+
+    `policy` prices requests as this model really does (its hidden image price, say)."""
 
     def __init__(
-        self, script: Iterable[ScriptStep] = (), *, hidden_window: int | None = None
+        self,
+        script: Iterable[ScriptStep] = (),
+        *,
+        hidden_window: int | None = None,
+        policy: Policy = SPEC,
     ) -> None:
         if hidden_window is not None:
             non_negative("hidden_window", hidden_window)
         self._script: deque[ScriptStep] = deque(script)
         self.hidden_window = hidden_window
+        self.policy = policy
         self.requests: list[ProviderRequest] = []
 
     @property
@@ -109,26 +121,28 @@ class ScriptedProvider:
     def complete(
         self, messages: Sequence[ChatMessage], tool_schemas: Sequence[ToolSchema]
     ) -> ProviderReply:
-        rows, schemas = tuple(messages), tuple(tool_schemas)
-        tokens = estimate_history_tokens(rows) + estimate_tool_schemas(schemas)
+        rows, schemas, policy = tuple(messages), tuple(tool_schemas), self.policy
+        tokens = estimate_history_tokens(rows, policy=policy) + estimate_tool_schemas(
+            schemas, policy=policy
+        )
         if self.hidden_window is not None and tokens > self.hidden_window:
-            self.requests.append(ProviderRequest(rows, schemas, "overflow"))
+            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy))
             raise ContextOverflowError(
                 f"context window exceeded: {tokens} tokens > {self.hidden_window}",
                 request_tokens=tokens,
             )
         if not self._script:
-            self.requests.append(ProviderRequest(rows, schemas, "exhausted"))
+            self.requests.append(ProviderRequest(rows, schemas, "exhausted", policy))
             raise ScriptExhaustedError(f"script exhausted after {len(self.requests) - 1} calls")
         step = self._script.popleft()
         if isinstance(step, Overflow):
-            self.requests.append(ProviderRequest(rows, schemas, "overflow"))
+            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy))
             raise ContextOverflowError(step.message, request_tokens=tokens)
-        self.requests.append(ProviderRequest(rows, schemas, "reply"))
+        self.requests.append(ProviderRequest(rows, schemas, "reply", policy))
         if step.usage != Usage():
             return step  # the script states the usage the provider reports
-        completion = text_tokens(step.text or "") + sum(
-            text_tokens(call.name + call.arguments) for call in step.tool_calls
+        completion = text_tokens(step.text or "", policy=policy) + sum(
+            text_tokens(call.name + call.arguments, policy=policy) for call in step.tool_calls
         )
         usage = Usage(prompt_tokens=tokens, completion_tokens=completion)
         return step.model_copy(update={"usage": usage})

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .config import (
-    FALLBACK_CONTEXT_TOKENS,
     AgentConfig,
     ModelRoute,
     ProviderProfile,
@@ -17,6 +16,7 @@ from .config import (
 )
 from .estimate import estimate_history_tokens
 from .messages import ChatMessage
+from .policy import SPEC, Policy
 
 
 def _model_name(model: str | None) -> str:
@@ -35,6 +35,8 @@ class ResolvedRuntime(BaseModel):
     model: str | None
     """The selected model (stripped); None when neither the selection nor the profile names one."""
     provider_alias: str | None = None
+    policy: Policy = Field(default=SPEC)
+    """The constants the budget, the window operand and the estimates use (the spec's)."""
 
     @property
     def capacity(self) -> int | None:
@@ -58,7 +60,17 @@ class ResolvedRuntime(BaseModel):
         if capacity is not None:
             return capacity
         configured = self.profile.max_context_tokens
-        return configured if configured else FALLBACK_CONTEXT_TOKENS
+        return configured if configured else self.policy.fallback_context_tokens
+
+    @property
+    def max_history_turns(self) -> int:
+        """The profile's whole-turn limit, with this policy's default (LIMIT-2)."""
+        return self.profile.history_turn_limit(self.policy)
+
+    @property
+    def max_tool_result_chars(self) -> int:
+        """The profile's per-result cap, with this policy's default (PAIR-3)."""
+        return self.profile.tool_result_cap(self.policy)
 
     @property
     def model_context_window(self) -> int | None:
@@ -77,7 +89,7 @@ class ResolvedRuntime(BaseModel):
             if configured is not None:
                 base = min(base, configured)
         else:
-            base = FALLBACK_CONTEXT_TOKENS if configured is None else configured
+            base = self.policy.fallback_context_tokens if configured is None else configured
         pruning = profile.history_pruning
         if pruning.enabled and pruning.max_tokens > 0:
             base = min(base, pruning.max_tokens)
@@ -92,7 +104,7 @@ class ResolvedRuntime(BaseModel):
             payload["provider"] = self.provider_alias
         if self.model is not None:
             payload["model"] = self.model
-        payload["estimated_tokens"] = estimate_history_tokens(history)
+        payload["estimated_tokens"] = estimate_history_tokens(history, policy=self.policy)
         payload["budget_tokens"] = self.effective_context_budget()
         if self.model_context_window is not None:
             payload["model_context_window"] = self.model_context_window
@@ -105,13 +117,18 @@ def resolve_runtime(
     selected_model: str | None,
     *,
     provider_alias: str | None = None,
+    policy: Policy = SPEC,
 ) -> ResolvedRuntime:
     """Resolve capacity and budget together for one provider/model route (ROUTE-1).
 
     No selected model (None or blank) means the provider profile's own model."""
     model = _model_name(selected_model) or (_model_name(provider.model) if provider else "")
     return ResolvedRuntime(
-        profile=profile, provider=provider, model=model or None, provider_alias=provider_alias
+        profile=profile,
+        provider=provider,
+        model=model or None,
+        provider_alias=provider_alias,
+        policy=policy,
     )
 
 
@@ -121,6 +138,7 @@ def select_route(
     *,
     hint: str | None = None,
     session_model: str | ModelRoute | None = None,
+    policy: Policy = SPEC,
 ) -> ResolvedRuntime:
     """The route the next provider call dispatches to, and its resolved pair (ROUTE-2).
 
@@ -145,5 +163,9 @@ def select_route(
         route = config.routes[hint]
     profile = config.runtimes[spec.runtime] if spec.runtime is not None else RuntimeProfile()
     return resolve_runtime(
-        profile, config.providers[route.provider], route.model, provider_alias=route.provider
+        profile,
+        config.providers[route.provider],
+        route.model,
+        provider_alias=route.provider,
+        policy=policy,
     )

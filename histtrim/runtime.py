@@ -32,6 +32,7 @@ from .messages import (
     ToolResults,
 )
 from .pairing import validate_tool_pairing
+from .policy import Policy
 from .providers import ContextOverflowError, Provider, ProviderError, ProviderReply
 from .route import ResolvedRuntime
 from .safety import SweepResult, sweep_orphans
@@ -99,6 +100,7 @@ class Agent:
         channel: str = "cli",
         alias: str = "agent",
         token_counter: TokenCounter | None = None,
+        policy: Policy | None = None,
     ) -> None:
         """`token_counter` prices the rows' text instead of EST-1's bytes in the ledger, the
         trims and the capacity check (`histtrim.counting`); None keeps the spec's estimate."""
@@ -112,15 +114,20 @@ class Agent:
         self._lock = threading.RLock()
         self._turning = False
         self.provider = provider
+        self.policy = runtime.policy if policy is None else policy
+        """The constants of every estimate and limit (the spec's; fixed for the agent's life)."""
+        if runtime.policy != self.policy:
+            runtime = runtime.model_copy(update={"policy": self.policy})
         self.runtime = runtime
-        self.toolbox = _Toolbox(tools)
+        """The active route's resolved pair; replace it to switch routes (ROUTE-2)."""
+        self.toolbox = _Toolbox(tools, self.policy)
         self.bus = bus if bus is not None else EventBus()
         self.channel = _name("channel", channel)
         self.alias = _name("alias", alias)
         self.turn_id = 0
         self.calls: list[ProviderCall] = []
         self.events: list[HistoryTrimmed] = []
-        self._store = AgentHistory(token_counter=token_counter)
+        self._store = AgentHistory(token_counter=token_counter, policy=self.policy)
         self._ledger = self._store.ledger
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
@@ -193,6 +200,8 @@ class Agent:
         proactive and reactive trimming and a capacity check before every dispatch.
 
         All or nothing: an exception that escapes leaves the agent as it was (see the class)."""
+        if self.runtime.policy != self.policy:
+            raise ValueError("runtime.policy: a new route must be resolved with the agent's policy")
         with self._lock, self._rollback_on_error():
             return self._turn(text)
 
@@ -255,7 +264,7 @@ class Agent:
         )
 
     def _record_tool_round(self, answer: ProviderReply) -> None:
-        max_chars = self.runtime.profile.max_tool_result_chars
+        max_chars = self.runtime.max_tool_result_chars
         self._store.record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
         self._store.record(ToolResults(results=results))
@@ -269,9 +278,9 @@ class Agent:
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
         counter = self.token_counter
         extra = (
-            estimate_history_tokens((prompt,))
+            estimate_history_tokens((prompt,), policy=self.policy)
             if counter is None
-            else counted_plain_cost(prompt, counter)
+            else counted_plain_cost(prompt, counter, policy=self.policy)
         )
         history = self._ledger.total + extra
         request = [*self._ledger, prompt]
@@ -337,7 +346,7 @@ class Agent:
         """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
 
         The ledger counts the turns (O(1)); only an excess runs the trim."""
-        max_turns = self.runtime.profile.max_history_turns
+        max_turns = self.runtime.max_history_turns
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
         result = trim_conversation_to_recent_turns(
@@ -362,12 +371,13 @@ class Agent:
             self._token_trim(budget)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
-        """After a provider overflow: trim to two thirds of the estimate, then retry (RUN-2).
+        """After a provider overflow: trim to two thirds of the estimate (the policy's
+        `reactive_target`), then retry (RUN-2).
 
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._token_trim(self._ledger.total * 2 // 3)
+        self._token_trim(self.policy.reactive_tokens(self._ledger.total))
 
     def _token_trim(self, target: int) -> None:
         """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
@@ -375,14 +385,15 @@ class Agent:
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
         working, counter = self._ledger, self.token_counter
         result: TrimResult = trim_to_recent_turns(
-            working, target, crumb_present=self._store.crumb, token_counter=counter
+            working, target, crumb_present=self._store.crumb, token_counter=counter,
+            policy=self.policy,
         )
         if not result.trimmed:
             return
         if not self._store.crumb:
             with_crumb = insert_breadcrumb(working, crumb_present=False)
             result = trim_to_recent_turns(
-                with_crumb, target, crumb_present=True, token_counter=counter
+                with_crumb, target, crumb_present=True, token_counter=counter, policy=self.policy
             )
         before = working.total
         structured = trim_conversation_to_recent_turns(

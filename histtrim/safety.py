@@ -9,6 +9,7 @@ from collections.abc import Hashable, Iterable
 
 from .messages import ChatMessage
 from .pairing import OrphanRemoval, SweepResult, sweep_orphans
+from .policy import SPEC, Policy
 from .validation import non_negative
 
 __all__ = [
@@ -21,18 +22,23 @@ __all__ = [
     "sweep_orphans",
 ]
 
-DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
-DEFAULT_CHANNEL_CACHE_ROWS = 50
+DEFAULT_MAX_TOOL_RESULT_CHARS = SPEC.max_tool_result_chars
+DEFAULT_CHANNEL_CACHE_ROWS = SPEC.channel_cache_rows
 
 
-def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS) -> str:
-    """Bound one tool result when it is recorded (PAIR-3); 0 turns the cap off.
+def cap_tool_result(
+    content: str, max_chars: int | None = None, *, policy: Policy = SPEC
+) -> str:
+    """Bound one tool result when it is recorded (PAIR-3); 0 turns the cap off, None means
+    the policy's cap (50,000).
 
-    An over-long result keeps its first 2/3 and last 1/3 of `max_chars` characters with the
-    marker `"\\n\\n[... N characters truncated ...]\\n\\n"` between, so it is at most
-    `max_chars` plus the marker (about 40 characters). A cap never lengthens a result: when
-    `max_chars` is smaller than the marker, or the marker would not make the result shorter,
-    the result is its first `max_chars` characters, without marker."""
+    An over-long result keeps the policy's head share (2/3) and tail share (1/3) of
+    `max_chars` characters with the marker `"\\n\\n[... N characters truncated ...]\\n\\n"`
+    between, so it is at most `max_chars` plus the marker (about 40 characters). A cap never
+    lengthens a result: when `max_chars` is smaller than the marker, or the marker would not
+    make the result shorter, the result is its first `max_chars` characters, without marker."""
+    if max_chars is None:
+        max_chars = policy.max_tool_result_chars
     limit = non_negative("max_tool_result_chars", max_chars)
     if limit == 0 or len(content) <= limit:
         return content
@@ -40,17 +46,17 @@ def cap_tool_result(content: str, max_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
     marker = f"\n\n[... {cut} characters truncated ...]\n\n"
     if limit < len(marker) or limit + len(marker) >= len(content):
         return content[:limit]
-    head = limit * 2 // 3
-    return f"{content[:head]}{marker}{content[len(content) - (limit - head) :]}"
+    head, tail = policy.tool_result_split(limit)
+    return f"{content[:head]}{marker}{content[len(content) - tail :]}"
 
 
 class ChannelSenderCache:
     """Recent rows per sender of a channel (LIMIT-3): counts individual rows, not turns;
     `max_rows` 0 means the default (50); the oldest row is dropped first."""
 
-    def __init__(self, max_rows: int = 0) -> None:
+    def __init__(self, max_rows: int = 0, *, policy: Policy = SPEC) -> None:
         self.configured = non_negative("max_rows", max_rows)
-        self.capacity = max_rows or DEFAULT_CHANNEL_CACHE_ROWS
+        self.capacity = max_rows or policy.channel_cache_rows
         self._rows: dict[Hashable, deque[ChatMessage]] = {}
 
     def append(self, sender: Hashable, message: ChatMessage) -> int:

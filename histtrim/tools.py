@@ -11,6 +11,7 @@ from typing import Any
 
 from .estimate import ToolSchema, estimate_tool_schemas
 from .messages import ToolCall, ToolResultMessage
+from .policy import SPEC, Policy
 from .safety import cap_tool_result
 
 
@@ -45,7 +46,10 @@ class _Toolbox:
     not Unicode), its call gets a result: a failure becomes an `error: ...` result for the
     model, so an issued call is always answered (PAIR-1)."""
 
-    def __init__(self, tools: Iterable[Tool | Callable[..., object]]) -> None:
+    def __init__(
+        self, tools: Iterable[Tool | Callable[..., object]], policy: Policy = SPEC
+    ) -> None:
+        self.policy = policy
         if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
             raise TypeError(
                 f"tools: expected an iterable of callables or Tools, got {type(tools).__name__}"
@@ -61,12 +65,12 @@ class _Toolbox:
                 raise ValueError(f"tools: duplicate tool name {tool.name!r}")
             self.tools[tool.name] = tool
         self.schemas = tuple(tool.schema for tool in self.tools.values())
-        self.schema_tokens = estimate_tool_schemas(self.schemas)
+        self.schema_tokens = estimate_tool_schemas(self.schemas, policy=policy)
 
     def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
         return ToolResultMessage(
             tool_call_id=call.id,
-            content=cap_tool_result(self._output(call), max_chars),
+            content=cap_tool_result(self._output(call), max_chars, policy=self.policy),
             tool_name=call.name,
         )
 

@@ -20,6 +20,7 @@ from .messages import (
     chat_rows,
     conversation_rows,
 )
+from .policy import SPEC, Policy
 from .turns import TurnIndex, index_turns, is_system, leading_system_count
 from .validation import non_negative
 
@@ -117,6 +118,7 @@ def trim_to_recent_turns(
     *,
     crumb_present: bool = False,
     token_counter: TokenCounter | None = None,
+    policy: Policy = SPEC,
 ) -> TrimResult:
     """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
 
@@ -126,9 +128,10 @@ def trim_to_recent_turns(
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
     if token_counter is None:
-        costs, counter = message_costs(rows, index), None
+        costs, counter = message_costs(rows, index, policy=policy), None
     else:
-        costs, counter = counted_costs(rows, token_counter, index), counter_name(token_counter)
+        costs = counted_costs(rows, token_counter, index, policy=policy)
+        counter = counter_name(token_counter)
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget, counter)

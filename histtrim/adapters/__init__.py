@@ -14,6 +14,7 @@ from ..counting import TokenCounter, counted_costs, counter_name
 from ..estimate import estimate_history_tokens
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import ChatMessage
+from ..policy import SPEC, Policy
 from ..trim import (
     TrimResult,
     TurnCountTrimResult,
@@ -67,6 +68,7 @@ def trim_records(
     breadcrumb_record: R | None = None,
     budget_in_force: int = 0,
     token_counter: TokenCounter | None = None,
+    policy: Policy = SPEC,
 ) -> RecordTrimResult[R]:
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
 
@@ -80,8 +82,8 @@ def trim_records(
 
     def estimate(rows: Sequence[ChatMessage]) -> int:
         if token_counter is None:
-            return estimate_history_tokens(rows)
-        return sum(counted_costs(rows, token_counter))
+            return estimate_history_tokens(rows, policy=policy)
+        return sum(counted_costs(rows, token_counter, policy=policy))
 
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
@@ -91,7 +93,8 @@ def trim_records(
     inserted = False
     if budget_tokens is not None:
         result = trim_to_recent_turns(
-            rows, budget_tokens, crumb_present=crumb_present, token_counter=token_counter
+            rows, budget_tokens, crumb_present=crumb_present, token_counter=token_counter,
+            policy=policy,
         )
         reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
         if result.trimmed and breadcrumb_record is not None and not crumb_present:
@@ -102,7 +105,8 @@ def trim_records(
             rows = insert_breadcrumb(rows, crumb_present=False)
             crumb_present = inserted = True
             with_crumb = trim_to_recent_turns(
-                rows, budget_tokens, crumb_present=True, token_counter=token_counter
+                rows, budget_tokens, crumb_present=True, token_counter=token_counter,
+                policy=policy,
             )
             result = dataclasses.replace(with_crumb, tokens_before=before)  # the caller's rows
     else:

@@ -36,6 +36,7 @@ from ..messages import (
     chat_rows,
     json_too_deep,
 )
+from ..policy import SPEC, Policy
 from . import RecordTrimResult, trim_records
 
 OpenAIMessage = dict[str, Any]
@@ -93,6 +94,7 @@ def trim_openai(
     max_turns: int | None = None,
     crumb_present: bool = False,
     breadcrumb: bool = True,
+    policy: Policy = SPEC,
 ) -> RecordTrimResult[OpenAIMessage]:
     """Trim chat-completions messages by token budget or turn count, whole turns only.
 
@@ -107,6 +109,7 @@ def trim_openai(
         max_turns=max_turns,
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
+        policy=policy,
     )
 
 

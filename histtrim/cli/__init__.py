@@ -17,6 +17,7 @@ from .conformance import register as register_conformance
 from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from .estimate import cmd_estimate, format_turn_table
 from .explain import cmd_explain, explain_route, load_route
+from .review import add_review_command
 from .sessions import Format, Session, read_session
 from .tokenizer import add_tokenizer_arg
 from .trim import cmd_trim
@@ -107,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     route_args(explain, required=True)
     explain.set_defaults(run=cmd_explain)
     register_conformance(commands)
+    add_review_command(commands)
     return parser
 
 

@@ -85,7 +85,7 @@ def explain_route(runtime: ResolvedRuntime, *, agent: str, model: str | None,
     elif profile.max_context_tokens:
         source = "capacity unknown: max_context_tokens stands in for it"
     else:
-        source = "capacity unknown: the 32000 fallback"
+        source = f"capacity unknown: the {runtime.policy.fallback_context_tokens} fallback"
     out.append(f"BUDGET-8  window operand {window} ({source})")
     meter = runtime.model_context_window
     out.append(

@@ -1,0 +1,43 @@
+"""Rebuild the review corpus in this folder (deterministic): `python examples/sessions/build.py`.
+
+Each kind is written in a format the CLI reads: histtrim provider-facing rows (JSON Lines),
+histtrim structured items (JSON array), OpenAI chat-completions messages (JSON array), and
+an OpenAI object whose `crumb_present` / `restored_turns` describe a restored session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from histtrim import to_chat_messages, to_openai
+from histtrim.review.synth import generate
+
+HERE = Path(__file__).resolve().parent
+
+
+def _write(name: str, document: object) -> None:
+    text = (
+        "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in document)
+        if name.endswith(".jsonl")
+        else json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    )
+    (HERE / name).write_text(text, encoding="utf-8")
+
+
+def main() -> None:
+    for seed in (1, 2):
+        coding = to_chat_messages(generate("coding", seed, 24 + 4 * seed))
+        _write(f"coding-agent-{seed}.jsonl", [row.model_dump(mode="json") for row in coding])
+        research = to_chat_messages(generate("research", seed, 18 + 4 * seed))
+        _write(f"research-agent-{seed}.json", to_openai(research))
+        support = generate("support", seed, 32 + 4 * seed)
+        _write(f"support-chat-{seed}.json", [item.model_dump(mode="json") for item in support])
+        restored = to_chat_messages(generate("restored", seed, 20 + 2 * seed))
+        _write(
+            f"restored-session-{seed}.json",
+            {"crumb_present": True, "restored_turns": 8, "messages": to_openai(restored)},
+        )
+
+
+if __name__ == "__main__":
+    main()

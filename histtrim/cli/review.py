@@ -1,0 +1,215 @@
+"""`histtrim review`: replay recorded sessions through the agent loop once per policy and
+print what each policy changes (trims, context lost, tokens sent, retries, refusals)."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..config import AgentConfig, ProviderProfile, RuntimeProfile
+from ..policy import SPEC, Policy
+from ..review.compare import SessionLoadError, format_review, run_review
+from ..review.replay import ReplaySettings, ReviewSession, session_from_items
+from ..route import select_route
+from .errors import EXIT_OK, InputError
+from .sessions import read_session
+
+SESSION_SUFFIXES = (".json", ".jsonl")
+DEFAULT_WINDOW = 16_000
+PROGRESS_FROM = 200
+"""Show a progress bar from this many sessions on."""
+
+
+def session_paths(inputs: Sequence[str]) -> list[str]:
+    """Files named, files under directories (recursively), or glob matches; sorted, once each."""
+    found: dict[str, None] = {}
+    for given in inputs:
+        path = Path(given)
+        if path.is_dir():
+            matches = sorted(
+                str(p) for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES
+            )
+        elif path.exists():
+            matches = [given]
+        else:
+            matches = sorted(glob.glob(given, recursive=True))
+        if not matches:
+            raise InputError(given, "no session files here (expected .json or .jsonl files)")
+        found.update(dict.fromkeys(matches))
+    return list(found)
+
+
+def _flag(path: str, wrapper: dict[str, Any], key: str, kind: type) -> Any:
+    value = wrapper.get(key)
+    if value is not None and type(value) is not kind:
+        raise InputError(path, f"expected {kind.__name__}, got {value!r}", field=key)
+    return value
+
+
+def _true_window(args: argparse.Namespace, window: int | None) -> int | None:
+    """`--true-window`, else three quarters of the declared window (the model's real
+    tokenizer counts more than the estimate: overflows happen)."""
+    if args.true_window is not None:
+        return int(args.true_window)
+    return window * 3 // 4 if window else None
+
+
+def load_session(path: str) -> ReviewSession:
+    """A session file as a replay. An object file may say `"crumb_present": true` (the row
+    after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
+    were restored, not replayed)."""
+    session = read_session(path)
+    wrapper = session.wrapper or {}
+    crumb = bool(_flag(path, wrapper, "crumb_present", bool))
+    restored = _flag(path, wrapper, "restored_turns", int) or 0
+    try:
+        return session_from_items(
+            Path(path).stem, session.items, crumb_present=crumb, restored_turns=restored
+        )
+    except ValueError as error:
+        raise InputError(path, str(error).split("\n", 1)[0]) from None
+
+
+def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
+    """Every session file under `inputs` (files, directories or globs), as replays."""
+    return [load_session(path) for path in session_paths(inputs)]
+
+
+def load_policy(path: str) -> Policy:
+    """A policy file; a bad value is reported with its file and field."""
+    try:
+        return Policy.load(path)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise InputError(path, first["msg"], field=field or None) from None
+    except (OSError, ValueError) as error:
+        raise InputError(path, str(error)) from None
+
+
+def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
+    """The spec first (the baseline), then each policy file labelled by its name."""
+    pairs: list[tuple[str, Policy]] = [("spec", SPEC)]
+    for path in paths:
+        label = Path(path).stem
+        if label in dict(pairs):
+            raise InputError(path, f"two policies are named {label!r}")
+        pairs.append((label, load_policy(path)))
+    return pairs
+
+
+def settings_from(args: argparse.Namespace) -> ReplaySettings:
+    """The route to replay on: `--budget` on a declared `--window`, or a configured agent."""
+    true_policy = load_policy(args.true_policy) if args.true_policy else SPEC
+    if args.config is not None:
+        try:
+            config = AgentConfig.load(args.config)
+            runtime = select_route(config, args.agent)
+        except (ValidationError, ValueError, OSError) as error:
+            raise InputError(args.config, str(error).split("\n", 1)[0]) from None
+        provider = runtime.provider or ProviderProfile()
+        window = provider.context_window or None
+        return ReplaySettings(
+            profile=runtime.profile,
+            provider=provider,
+            selected_model=runtime.model,
+            true_window=_true_window(args, window),
+            true_policy=true_policy,
+        )
+    profile = RuntimeProfile(
+        max_context_tokens=args.budget, max_tool_iterations=args.max_tool_iterations
+    )
+    return ReplaySettings(
+        profile=profile,
+        provider=ProviderProfile(model="replay-model", context_window=args.window),
+        true_window=_true_window(args, args.window),
+        true_policy=true_policy,
+    )
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    if args.config is not None and args.budget is not None:
+        raise InputError("--config", "cannot be combined with --budget")
+    if (args.config is None) != (args.agent is None):
+        raise InputError("--config", "--config and --agent go together")
+    paths = session_paths(args.sessions)
+    policies = policies_from(args.policy)
+    settings = settings_from(args)
+    progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
+    try:
+        review = run_review(
+            paths, policies, settings, loader=load_session, workers=args.workers,
+            dask=args.dask, progress=progress,
+        )
+    except SessionLoadError as error:
+        raise InputError(error.path, error.problem.removeprefix(f"{error.path}: ")) from None
+    print(format_review(review))
+    if args.html:
+        from ..review.report import write_report
+
+        write_report(args.html, review, settings)
+        print(f"report: {args.html}")
+    return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return value
+
+
+def add_review_command(commands: Any) -> None:
+    """Register `histtrim review` on the `histtrim` subcommands."""
+    review = commands.add_parser(
+        "review",
+        help="replay sessions through the agent loop once per policy and compare",
+        description="Replays each session through the agent loop with a scripted provider "
+        "whose real window (--true-window) is hidden from the runtime, once with the spec's "
+        "policy and once per --policy file, and prints a side-by-side table.",
+    )
+    review.add_argument("sessions", nargs="+", help="session files, directories or globs")
+    review.add_argument("--policy", action="append", default=[], help="a policy .toml/.json")
+    review.add_argument("--budget", type=_count, help="max_context_tokens (0: proactive off)")
+    review.add_argument("--config", help="agent config (.toml or .json) instead of --budget")
+    review.add_argument("--agent", help="agent name in the config")
+    review.add_argument(
+        "--window", type=_positive, default=DEFAULT_WINDOW,
+        help=f"the model's declared context_window (default {DEFAULT_WINDOW})",
+    )
+    review.add_argument(
+        "--true-window", type=_positive,
+        help="the provider's real window, hidden from the runtime (default: 3/4 of the "
+        "declared window)",
+    )
+    review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
+    review.add_argument("--max-tool-iterations", type=_positive, default=10)
+    review.add_argument("--html", help="write a self-contained HTML report here")
+    review.add_argument(
+        "--workers", type=_positive, help=f"processes (default: every core, {os.cpu_count()})"
+    )
+    review.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler")
+    review.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=None,
+        help=f"progress bar on stderr (default: from {PROGRESS_FROM} sessions on)",
+    )
+    review.set_defaults(run=cmd_review)

@@ -1,0 +1,253 @@
+"""A design review: every session replayed once per policy, summed per policy, and the
+side-by-side table the CLI prints and the notebook shows."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+from ..policy import Policy
+from .replay import ReplaySettings, ReviewSession, SessionReplay, median_max, replay_session
+
+Loader = Callable[[str], ReviewSession]
+"""Reads a session file (a module-level function, so it pickles by name)."""
+
+Task = tuple[ReviewSession | str, Loader | None, tuple[tuple[str, Policy], ...], ReplaySettings]
+"""One session (or the path a worker loads it from) and every (label, policy) to replay."""
+
+
+class SessionLoadError(ValueError):
+    """A session file a worker could not load: its path and what is wrong (picklable)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(path, problem)
+        self.path = path
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+def replay_task(task: Task) -> list[SessionReplay]:
+    """Load (if given a path) and replay one session under every policy: the unit of work
+    sent to a worker."""
+    source, loader, policies, settings = task
+    if isinstance(source, str):
+        if loader is None:
+            raise ValueError(f"sessions: {source!r} is a path but no loader was given")
+        try:
+            session = loader(source)
+        except Exception as error:  # reported in the parent, with the file it came from
+            raise SessionLoadError(source, str(error)) from None
+    else:
+        session = source
+    return [replay_session(session, policy, settings, label=label) for label, policy in policies]
+
+
+def replay_batch(tasks: Sequence[Task]) -> list[list[SessionReplay]]:
+    """Several tasks in one worker call (fewer round trips on a pool or a cluster)."""
+    return [replay_task(task) for task in tasks]
+
+
+@dataclass(frozen=True)
+class PolicySummary:
+    """One policy's figures over every session."""
+
+    label: str
+    policy: Policy
+    sessions: int
+    turns: int
+    calls: int
+    token_trims: int
+    turn_limit_trims: int
+    dropped_turns: int
+    dropped_messages: int
+    tokens_median: float
+    tokens_max: int
+    true_tokens_median: float
+    true_tokens_max: int
+    reactive_retries: int
+    model_refusals: int
+    capacity_refusals: int
+    failed_turns: int
+    differing_sessions: tuple[str, ...]
+    """Sessions where this policy did something else than the first (baseline) policy."""
+
+
+@dataclass(frozen=True)
+class Review:
+    """Every replay, by session then policy (in the order the policies were given)."""
+
+    labels: tuple[str, ...]
+    policies: tuple[Policy, ...]
+    replays: tuple[tuple[SessionReplay, ...], ...]
+
+    def by_policy(self, label: str) -> list[SessionReplay]:
+        column = self.labels.index(label)
+        return [row[column] for row in self.replays]
+
+    def summaries(self) -> list[PolicySummary]:
+        out = []
+        for column, (label, policy) in enumerate(zip(self.labels, self.policies, strict=True)):
+            replays = [row[column] for row in self.replays]
+            tokens = [t for r in replays for t in r.tokens]
+            true_tokens = [t for r in replays for t in r.true_tokens]
+            median, peak = median_max(tokens)
+            true_median, true_peak = median_max(true_tokens)
+            differing = tuple(
+                row[column].session for row in self.replays if row[column].differs(row[0])
+            )
+            out.append(PolicySummary(
+                label=label,
+                policy=policy,
+                sessions=len(replays),
+                turns=sum(r.turns for r in replays),
+                calls=sum(r.calls for r in replays),
+                token_trims=sum(r.token_trims for r in replays),
+                turn_limit_trims=sum(r.turn_limit_trims for r in replays),
+                dropped_turns=sum(r.dropped_turns for r in replays),
+                dropped_messages=sum(r.dropped_messages for r in replays),
+                tokens_median=median,
+                tokens_max=peak,
+                true_tokens_median=true_median,
+                true_tokens_max=true_peak,
+                reactive_retries=sum(r.reactive_retries for r in replays),
+                model_refusals=sum(r.model_refusals for r in replays),
+                capacity_refusals=sum(r.capacity_refusals for r in replays),
+                failed_turns=sum(r.failed_turns for r in replays),
+                differing_sessions=differing,
+            ))
+        return out
+
+
+_ROWS: tuple[tuple[str, Callable[[PolicySummary], object]], ...] = (
+    ("sessions", lambda s: s.sessions),
+    ("turns replayed", lambda s: s.turns),
+    ("provider calls", lambda s: s.calls),
+    ("trims: token budget", lambda s: s.token_trims),
+    ("trims: turn limit", lambda s: s.turn_limit_trims),
+    ("turns dropped", lambda s: s.dropped_turns),
+    ("messages dropped", lambda s: s.dropped_messages),
+    ("tokens per call, median (estimate)", lambda s: _number(s.tokens_median)),
+    ("tokens per call, max (estimate)", lambda s: s.tokens_max),
+    ("tokens per call, median (true)", lambda s: _number(s.true_tokens_median)),
+    ("tokens per call, max (true)", lambda s: s.true_tokens_max),
+    ("reactive retries", lambda s: s.reactive_retries),
+    ("refused by the model (overflow)", lambda s: s.model_refusals),
+    ("refused by the capacity check", lambda s: s.capacity_refusals),
+    ("failed turns", lambda s: s.failed_turns),
+    ("sessions that differ", lambda s: len(s.differing_sessions)),
+)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else f"{value:.1f}"
+
+
+def format_review(review: Review, *, list_sessions: int = 10) -> str:
+    """The side-by-side table (one column per policy), what each policy changes from the
+    spec, and which sessions differ from the first policy."""
+    summaries = review.summaries()
+    headers = ["", *review.labels]
+    rows = [[name, *(str(get(s)) for s in summaries)] for name, get in _ROWS]
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))])
+
+    out = [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
+    for summary in summaries:
+        changes = summary.policy.changes()
+        text = ", ".join(f"{k} {v}" for k, v in changes.items()) or "the spec"
+        out.append(f"{summary.label}: {text}")
+    baseline = review.labels[0]
+    for summary in summaries[1:]:
+        names = summary.differing_sessions
+        shown = ", ".join(names[:list_sessions]) + (" ..." if len(names) > list_sessions else "")
+        out.append(
+            f"{summary.label} vs {baseline}: {len(names)} of {summary.sessions} sessions differ"
+            + (f": {shown}" if names else "")
+        )
+    return "\n".join(out)
+
+
+def _batches(tasks: Sequence[Task], size: int) -> list[Sequence[Task]]:
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
+
+
+def _progress(results: Iterable[list[list[SessionReplay]]], total: int, show: bool
+              ) -> Iterator[list[list[SessionReplay]]]:
+    """Batches as they finish, with a tqdm bar over sessions when asked (tqdm is optional)."""
+    if not show:
+        yield from results
+        return
+    try:
+        from tqdm import tqdm  # type: ignore[import-untyped]
+    except ImportError:  # the review extra is not installed: no bar
+        yield from results
+        return
+    with tqdm(total=total, unit="session", desc="review") as bar:
+        for batch in results:
+            bar.update(len(batch))
+            yield batch
+
+
+def run_review(
+    sessions: Sequence[ReviewSession | str],
+    policies: Sequence[tuple[str, Policy]],
+    settings: ReplaySettings,
+    *,
+    loader: Loader | None = None,
+    workers: int | None = None,
+    dask: str | None = None,
+    progress: bool = False,
+    batch_size: int = 25,
+) -> Review:
+    """Replay every session under every policy: in this process (`workers=1`), on a process
+    pool over every core (the default), or on the Dask cluster at `dask` (an address).
+
+    A session given as a path is loaded by `loader` on the worker (the parent does no
+    per-session work), so the workers must see the same files."""
+    if not policies:
+        raise ValueError("policies: at least one policy is needed")
+    labels = [label for label, _ in policies]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"policies: labels must be unique, got {labels}")
+    pairs = tuple(policies)
+    tasks: list[Task] = [(session, loader, pairs, settings) for session in sessions]
+    batches = _batches(tasks, batch_size)
+    results: Iterable[list[list[SessionReplay]]]
+    if dask is not None:
+        results = _on_dask(dask, batches)
+        rows = [row for batch in _progress(results, len(tasks), progress) for row in batch]
+    else:
+        count = workers if workers is not None else (os.cpu_count() or 1)
+        if count < 1:
+            raise ValueError(f"workers: must be >= 1, got {count}")
+        if count == 1 or len(batches) <= 1:
+            results = map(replay_batch, batches)
+            rows = [row for batch in _progress(results, len(tasks), progress) for row in batch]
+        else:
+            with ProcessPoolExecutor(max_workers=count) as pool:
+                results = pool.map(replay_batch, batches)
+                rows = [row for batch in _progress(results, len(tasks), progress) for row in batch]
+    return Review(
+        tuple(labels), tuple(policy for _, policy in pairs), tuple(tuple(row) for row in rows)
+    )
+
+
+def _on_dask(address: str, batches: list[Sequence[Task]]) -> Iterator[list[list[SessionReplay]]]:
+    """Run the batches on a Dask cluster, in order (distributed is an optional extra)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError(
+            "dask: the 'distributed' package is not installed (pip install 'histtrim[review]')"
+        ) from None
+    with Client(address) as client:  # type: ignore[no-untyped-call]
+        futures = client.map(replay_batch, batches, pure=False)
+        for future in futures:
+            yield future.result()

@@ -1,0 +1,313 @@
+"""Replay one recorded session through the agent loop (`histtrim.runtime.Agent`) under one
+`Policy`: the recorded assistant steps become a scripted provider whose hidden true window
+(and true prices) decide which requests overflow. `replay_session` is a pure function of
+its arguments, so a process pool or a Dask cluster can run it anywhere."""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..capacity import ContextCapacityExceeded
+from ..carriers import parse_tool_calls, parse_tool_result
+from ..config import ProviderProfile, RuntimeProfile
+from ..events import EventBus, ObservedTrim
+from ..messages import (
+    AssistantToolCalls,
+    ChatMessage,
+    ConversationMessage,
+    ToolResultMessage,
+    ToolResults,
+)
+from ..policy import SPEC, Policy
+from ..providers import ContextOverflowError, ProviderReply, ScriptedProvider, ScriptExhaustedError
+from ..route import ResolvedRuntime, resolve_runtime
+from ..runtime import Agent, Tool, UnrecoverableContextOverflow
+from ..turns import index_turns, leading_system_count
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ReplayTurn(_Frozen):
+    """One recorded user turn: the user's text, what the model answered at each provider
+    call (tool rounds, then the reply), and the tool outputs in call order."""
+
+    user: str
+    steps: tuple[ProviderReply, ...]
+    outputs: tuple[str, ...] = ()
+
+
+class ReviewSession(_Frozen):
+    """A recorded session ready to replay: the system prompt, the restored part (loaded with
+    `Agent.restore`, breadcrumb flag included) and the turns to replay."""
+
+    name: str
+    system_prompt: str | None = None
+    restored: tuple[ConversationMessage, ...] = ()
+    crumb_present: bool = False
+    turns: tuple[ReplayTurn, ...]
+    tools: tuple[str, ...] = ()
+
+
+    def history(self) -> list[ConversationMessage]:
+        """The whole recorded conversation as structured items (system prompt, restored part,
+        then every turn with its tool rounds): what the turn map prices."""
+        items: list[ConversationMessage] = []
+        if self.system_prompt is not None:
+            items.append(ChatMessage.system(self.system_prompt))
+        items.extend(self.restored)
+        for turn in self.turns:
+            items.append(ChatMessage.user(turn.user))
+            outputs = iter(turn.outputs)
+            for step in turn.steps:
+                if not step.tool_calls:
+                    items.append(ChatMessage.assistant(step.text or ""))
+                    continue
+                items.append(AssistantToolCalls(text=step.text, tool_calls=step.tool_calls))
+                items.append(ToolResults(results=tuple(
+                    ToolResultMessage(tool_call_id=call.id, content=next(outputs, ""),
+                                      tool_name=call.name)
+                    for call in step.tool_calls
+                )))
+        return items
+
+
+class ReplaySettings(_Frozen):
+    """The route every policy is replayed on: the runtime profile, the provider profile
+    (its declared `context_window` is what the capacity check knows), and the provider's
+    hidden truth: its real window and its real prices (`true_policy`, the spec's)."""
+
+    profile: RuntimeProfile = Field(default_factory=RuntimeProfile)
+    provider: ProviderProfile = Field(
+        default_factory=lambda: ProviderProfile(model="replay-model", context_window=16_000)
+    )
+    selected_model: str | None = None
+    true_window: int | None = Field(
+        default=None, ge=1, description="The provider's real window; unset: the declared one."
+    )
+    true_policy: Policy = SPEC
+
+    def runtime(self, policy: Policy) -> ResolvedRuntime:
+        return resolve_runtime(self.profile, self.provider, self.selected_model, policy=policy)
+
+    @property
+    def hidden_window(self) -> int | None:
+        if self.true_window is not None:
+            return self.true_window
+        return self.provider.context_window or None
+
+
+@dataclass(frozen=True)
+class Trim:
+    """One `HistoryTrimmed` of a replay, with the turn it happened in and the turns it
+    dropped (the oldest ones still kept: trims always drop from the front)."""
+
+    turn_id: int
+    reason: str
+    dropped_messages: int
+    dropped_turns: int
+    kept_turns: int
+    tokens_before: int
+    tokens_after: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class SessionReplay:
+    """What one policy did to one session (every figure from the agent's own log)."""
+
+    session: str
+    policy: str
+    turns: int
+    calls: int
+    tokens: tuple[int, ...]
+    """The policy's estimate of each dispatched request (what the capacity check measured)."""
+    true_tokens: tuple[int, ...]
+    """The same requests priced as the provider really prices them."""
+    token_trims: int
+    turn_limit_trims: int
+    dropped_turns: int
+    dropped_messages: int
+    reactive_retries: int
+    model_refusals: int
+    """Requests the capacity check passed and the provider refused (its hidden window)."""
+    capacity_refusals: int
+    """Turns refused before dispatch by the capacity check (CAP-2)."""
+    failed_turns: int
+    """Turns that ended in an unrecoverable overflow or ran out of tool iterations."""
+    kept_turns: int
+    trace: tuple[Trim, ...]
+    """Every trim, in order: what `differs` compares."""
+
+    @property
+    def trims(self) -> int:
+        return self.token_trims + self.turn_limit_trims
+
+    def differs(self, other: SessionReplay) -> bool:
+        """Whether another policy kept, dropped or sent anything differently."""
+        return (self.trace, self.tokens, self.capacity_refusals, self.failed_turns) != (
+            other.trace, other.tokens, other.capacity_refusals, other.failed_turns
+        )
+
+
+def session_from_items(
+    name: str,
+    items: Sequence[ConversationMessage],
+    *,
+    crumb_present: bool = False,
+    restored_turns: int = 0,
+) -> ReviewSession:
+    """A recorded history as a replay: leading system rows become the system prompt; the
+    first `restored_turns` turns (and the breadcrumb) are restored, the rest replayed.
+
+    Provider-facing rows (native envelopes) and structured items are both read; a tool's
+    declared attachments are not replayed (the agent's tool results carry text only)."""
+    index = index_turns(items, crumb_present=crumb_present)
+    prefix = leading_system_count(items)
+    system = [item.content for item in items[:prefix] if isinstance(item, ChatMessage)]
+    if restored_turns > index.turn_count:
+        raise ValueError(
+            f"restored_turns: {restored_turns} but the session has {index.turn_count} turns"
+        )
+    cut = index.turn_start(restored_turns) if restored_turns < index.turn_count else len(items)
+    if restored_turns == 0:
+        cut = index.body_start if index.turn_count == 0 else index.starts[0]
+    restored = tuple(items[prefix:cut])
+    turns: list[ReplayTurn] = []
+    tools: dict[str, None] = {}
+    for turn in range(restored_turns, index.turn_count):
+        start, end = index.starts[turn], index.turn_end(turn)
+        opener = items[start]
+        assert isinstance(opener, ChatMessage)
+        steps: list[ProviderReply] = []
+        outputs: list[str] = []
+        for item in items[start + 1 : end]:
+            calls = item if isinstance(item, AssistantToolCalls) else None
+            if isinstance(item, ChatMessage) and item.role == "assistant":
+                parsed = parse_tool_calls(item)
+                if parsed is None:
+                    steps.append(ProviderReply(text=item.content))
+                    break  # the turn's reply: the agent ends the turn here
+                calls = AssistantToolCalls(text=parsed.text, tool_calls=parsed.calls)
+            if calls is not None:
+                steps.append(ProviderReply(text=calls.text, tool_calls=calls.tool_calls))
+                tools.update(dict.fromkeys(call.name for call in calls.tool_calls))
+            elif isinstance(item, ToolResults):
+                outputs.extend(result.content for result in item.results)
+            elif isinstance(item, ChatMessage) and item.role == "tool":
+                result = parse_tool_result(item)
+                outputs.append(item.content if result is None else result.content)
+        if not steps or steps[-1].tool_calls:
+            steps.append(ProviderReply(text=""))  # a turn recorded without its reply
+        turns.append(ReplayTurn(user=opener.content, steps=tuple(steps), outputs=tuple(outputs)))
+    return ReviewSession(
+        name=name,
+        system_prompt="\n\n".join(system) if system else None,
+        restored=restored,
+        crumb_present=crumb_present,
+        turns=tuple(turns),
+        tools=tuple(tools),
+    )
+
+
+class _Recorded:
+    """A tool that returns the recorded outputs of the current turn, in call order."""
+
+    def __init__(self, outputs: deque[str]) -> None:
+        self.outputs = outputs
+
+    def __call__(self, **_: object) -> str:
+        return self.outputs.popleft() if self.outputs else ""
+
+
+def replay_session(
+    session: ReviewSession, policy: Policy, settings: ReplaySettings, *, label: str = "spec"
+) -> SessionReplay:
+    """Replay `session` under `policy`: a pure function of its arguments."""
+    return replay(session, policy, settings, label=label)[1]
+
+
+def replay(
+    session: ReviewSession, policy: Policy, settings: ReplaySettings, *, label: str = "spec"
+) -> tuple[Agent, SessionReplay]:
+    """`replay_session`, also returning the agent at the end (its history and events)."""
+    outputs: deque[str] = deque()
+    tools = [Tool(_Recorded(outputs), name) for name in session.tools]
+    observed: list[ObservedTrim] = []
+    agent = Agent(
+        ScriptedProvider(),
+        settings.runtime(policy),
+        bus=EventBus(observers=[observed.append]),
+        system_prompt=session.system_prompt,
+        tools=tools,
+        policy=policy,
+        alias=session.name,
+    )
+    live = 0
+    if session.restored:
+        agent.restore(session.restored, crumb_present=session.crumb_present)
+        live = index_turns(agent.history, crumb_present=agent.crumb_present).turn_count
+    dropped_turns = model_refusals = capacity_refusals = failed = retries = 0
+    trims: list[Trim] = []
+    true_tokens: list[int] = []
+    for turn in session.turns:
+        provider = ScriptedProvider(
+            turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy
+        )
+        agent.provider = provider
+        outputs.clear()
+        outputs.extend(turn.outputs)
+        first_event = len(agent.events)
+        live += 1
+        unretried = 0
+        try:
+            agent.turn(turn.user)
+        except ContextCapacityExceeded:
+            capacity_refusals += 1
+        except (UnrecoverableContextOverflow, ContextOverflowError):
+            failed += 1
+            unretried = 1  # the last overflow of the turn was not retried
+        except ScriptExhaustedError:
+            failed += 1
+        for seen in observed[first_event:]:
+            event = seen.event
+            trims.append(Trim(
+                seen.turn_id, str(event.reason), event.dropped_messages, live - event.kept_turns,
+                event.kept_turns, event.tokens_before, event.tokens_after, event.budget,
+            ))
+            dropped_turns += live - event.kept_turns
+            live = event.kept_turns
+        overflows = sum(1 for r in provider.requests if r.outcome == "overflow")
+        model_refusals += overflows
+        retries += overflows - unretried
+        true_tokens.extend(r.estimated_tokens for r in provider.requests)
+    events = agent.events
+    return agent, SessionReplay(
+        session=session.name,
+        policy=label,
+        turns=len(session.turns),
+        calls=len(agent.calls),
+        tokens=tuple(call.tokens for call in agent.calls),
+        true_tokens=tuple(true_tokens),
+        token_trims=sum(1 for e in events if e.reason == "token_budget"),
+        turn_limit_trims=sum(1 for e in events if e.reason == "turn_limit"),
+        dropped_turns=dropped_turns,
+        dropped_messages=sum(e.dropped_messages for e in events),
+        reactive_retries=retries,
+        model_refusals=model_refusals,
+        capacity_refusals=capacity_refusals,
+        failed_turns=failed,
+        kept_turns=live,
+        trace=tuple(trims),
+    )
+
+
+def median_max(values: Sequence[int]) -> tuple[float, int]:
+    """The median and maximum of some token counts (0, 0 when there are none)."""
+    return (statistics.median(values), max(values)) if values else (0.0, 0)

@@ -1,0 +1,160 @@
+"""The figures of a review (per session, one bar per policy) and the self-contained HTML
+report (`histtrim review --html`): the table, what each policy changes, and the figures as
+PNG data URIs."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .compare import Review, format_review
+from .replay import ReplaySettings
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+METRICS = {
+    "token_trims": "token-budget trims",
+    "turn_limit_trims": "turn-limit trims",
+    "dropped_turns": "turns dropped",
+    "dropped_messages": "messages dropped",
+    "reactive_retries": "reactive retries",
+    "model_refusals": "requests refused by the model",
+    "capacity_refusals": "requests refused by the capacity check",
+    "failed_turns": "failed turns",
+    "kept_turns": "turns kept at the end",
+    "calls": "provider calls",
+}
+"""The per-session figures a review can plot, with their axis labels."""
+
+
+def per_session(review: Review, metric: str) -> dict[str, list[int]]:
+    """One metric of every session, per policy label (sessions in review order)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric: expected one of {sorted(METRICS)}, got {metric!r}")
+    return {
+        label: [int(getattr(r, metric)) for r in review.by_policy(label)]
+        for label in review.labels
+    }
+
+
+def per_session_table(review: Review, metrics: Sequence[str]) -> str:
+    """The numbers behind `per_session_figure`: one row per session, one column per
+    (metric, policy)."""
+    sessions = [r.session for r in review.by_policy(review.labels[0])]
+    columns = [
+        (m, label, per_session(review, m)[label]) for m in metrics for label in review.labels
+    ]
+    headers = ["session", *(f"{METRICS[m]} [{label}]" for m, label, _ in columns)]
+    rows = [
+        [name, *(str(values[i]) for _, _, values in columns)] for i, name in enumerate(sessions)
+    ]
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(row, widths, strict=True))) for row in [headers, *rows]]
+    return "\n".join(lines)
+
+
+def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
+    """One panel per metric: a group of bars per session, one bar per policy."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    sessions = [r.session for r in review.by_policy(review.labels[0])]
+    figure = Figure(figsize=(max(6.0, 0.9 * len(sessions) + 2), 2.6 * len(metrics) + 0.6))
+    axes_list = figure.subplots(len(metrics), 1, squeeze=False)[:, 0]
+    width = 0.8 / len(review.labels)
+    for axes, metric in zip(axes_list, metrics, strict=True):
+        values = per_session(review, metric)
+        for k, label in enumerate(review.labels):
+            xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
+            axes.bar(xs, values[label], width=width, label=label)
+        axes.set_ylabel(METRICS[metric])
+        axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xticks(range(len(sessions)), sessions, rotation=30, ha="right", fontsize=8)
+        axes.legend(fontsize=8)
+    axes_list[-1].set_xlabel("session")
+    figure.suptitle(title)
+    figure.tight_layout()
+    return figure
+
+
+def tokens_figure(review: Review) -> Figure:
+    """The distribution of tokens per provider call (as the provider counts them), per policy."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 3.6))
+    axes = figure.subplots()
+    data = [[t for r in review.by_policy(label) for t in r.true_tokens] for label in review.labels]
+    axes.boxplot(data, tick_labels=list(review.labels))
+    axes.set_xlabel("policy")
+    axes.set_ylabel("tokens per provider call (true)")
+    axes.set_title("Tokens sent per call")
+    figure.tight_layout()
+    return figure
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """The figure as PNG (no metadata: the same figure gives the same bytes)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=96, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def png_data_uri(figure: Figure) -> str:
+    """The figure as a PNG data URI, for a self-contained HTML page."""
+    return "data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode("ascii")
+
+
+def report_html(review: Review, settings: ReplaySettings) -> str:
+    """A self-contained HTML page: settings, table, policy changes and the figures."""
+    figures = [
+        per_session_figure(
+            review, ["token_trims", "dropped_turns"], "Trims and context lost, per session"
+        ),
+        per_session_figure(
+            review, ["reactive_retries", "model_refusals", "capacity_refusals"],
+            "Retries and refusals, per session",
+        ),
+        tokens_figure(review),
+    ]
+    provider = settings.provider
+    route = (
+        f"declared window {provider.context_window}, true window {settings.hidden_window}, "
+        f"budget {settings.runtime(review.policies[0]).effective_context_budget()} (spec policy)"
+    )
+    images = "\n".join(
+        f'<figure><img alt="figure {n}" src="{png_data_uri(f)}"></figure>'
+        for n, f in enumerate(figures, start=1)
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<title>histtrim design review</title><style>body{font-family:system-ui,sans-serif;"
+        "margin:2em;max-width:70em}pre{background:#f6f8fa;padding:1em;overflow:auto}"
+        "img{max-width:100%}</style></head><body>\n"
+        f"<h1>Design review: {len(review.replays)} sessions, {len(review.labels)} policies</h1>\n"
+        f"<p>{html.escape(route)}</p>\n<pre>{html.escape(format_review(review))}</pre>\n"
+        f"{images}\n</body></html>\n"
+    )
+
+
+def write_report(path: str | Path, review: Review, settings: ReplaySettings) -> None:
+    """Write the HTML report atomically (temp file, fsync, rename)."""
+    target = Path(path)
+    text = report_html(review, settings)
+    handle, temp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
