@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -16,11 +17,11 @@ from .carriers import (
     split_carrier_attachments,
     split_image_markers,
 )
-from .messages import ChatMessage, chat_rows
+from .messages import BYTES_PER_TOKEN as BYTES_PER_TOKEN  # EST-1's constants live with the
+from .messages import FRAME_TOKENS as FRAME_TOKENS  # row facts that cache each row's price
+from .messages import ChatMessage, RowFacts, chat_rows
 from .turns import TurnIndex, index_turns
 
-BYTES_PER_TOKEN = 4
-FRAME_TOKENS = 4
 IMAGE_TOKENS = 1600
 
 
@@ -36,7 +37,7 @@ def text_tokens(text: str) -> int:
 
 def plain_cost(message: ChatMessage) -> int:
     """A row priced as plain text: its content bytes plus the framing tokens."""
-    return -(-message.facts.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS
+    return message.facts.plain_tokens
 
 
 def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | None:
@@ -81,6 +82,11 @@ def estimate_image_tokens(history: Iterable[ChatMessage | Mapping[str, Any]]) ->
     )
 
 
+_PLAIN_TOKENS = itemgetter(RowFacts._fields.index("plain_tokens"))
+_IMAGE_MARKERS = itemgetter(RowFacts._fields.index("image_markers"))
+_DECLARES = itemgetter(RowFacts._fields.index("declares_attachments"))
+
+
 def message_costs(history: Sequence[ChatMessage], index: TurnIndex | None = None) -> list[int]:
     """Every row's cost in one pass over the cached row facts.
 
@@ -89,11 +95,15 @@ def message_costs(history: Sequence[ChatMessage], index: TurnIndex | None = None
     if index is None:
         index = index_turns(history)
     facts = index.facts
-    costs = [-(-f.utf8_bytes // BYTES_PER_TOKEN) + FRAME_TOKENS for f in facts]
-    for i in compress(range(len(facts)), [f.image_markers for f in facts]):
+    costs = list(map(_PLAIN_TOKENS, facts))  # C speed: no per-row Python
+    # Image markers count only in real user rows, which open a turn (or are the crumb slot):
+    # only those rows need a look.
+    openers = index.starts if index.crumb is None else (index.crumb, *index.starts)
+    marked = map(_IMAGE_MARKERS, map(facts.__getitem__, openers))
+    for i in compress(openers, marked):
         costs[i] = message_cost(history[i], current_turn=False)
     current = index.current_turn_after
-    declared = [f.declares_attachments for f in facts[current + 1 :]]
+    declared = map(_DECLARES, facts[current + 1 :])
     for i in compress(range(current + 1, len(history)), declared):
         costs[i] = message_cost(history[i], current_turn=True)
     return costs

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import attrgetter, itemgetter
 
 from .messages import BREADCRUMB, ChatMessage, Row, RowFacts
 
@@ -77,6 +78,10 @@ class TurnIndex:
         return owner
 
 
+_FACTS = attrgetter("facts")
+_OPENS_TURN = itemgetter(RowFacts._fields.index("opens_turn"))
+
+
 def index_turns(
     history: Sequence[Row], *, crumb_present: bool = False
 ) -> TurnIndex:
@@ -96,8 +101,8 @@ def index_turns(
                 "breadcrumb"
             )
         crumb = prefix
-    facts = [row.facts for row in history]
-    starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
+    facts = list(map(_FACTS, history))
+    starts = tuple(compress(range(len(facts)), map(_OPENS_TURN, facts)))
     if crumb is not None:
         starts = starts[1:]  # the crumb slot is the first user row; it opens no turn
     return TurnIndex(len(history), prefix, crumb, starts, facts)
