@@ -194,7 +194,8 @@ def test_turn_4_trims_keep_each_tool_use_with_its_result(
         if result.trimmed:
             assert messages[0] == {"role": "user", "content": BREADCRUMB}
             messages = messages[1:]
-        assert as_json(messages) == as_json(body["messages"][len(body["messages"]) - len(messages):])
+        tail = body["messages"][len(body["messages"]) - len(messages) :]
+        assert as_json(messages) == as_json(tail)
         uses = {b["id"] for m in messages if isinstance(m["content"], list)
                 for b in m["content"] if b["type"] == "tool_use"}
         answered = {b["tool_use_id"] for m in messages if isinstance(m["content"], list)
@@ -259,7 +260,8 @@ def test_est_3_tool_result_images_are_priced_only_in_the_current_turn() -> None:
         ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
         ({"messages": [{"role": "user", "content": [{"type": "text"}]}]},
          "messages[0].content[0].text"),
-        ({"messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "file"}}]}]},
+        ({"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "file"}}]}]},
          "messages[0].content[0].source.type"),
         ({"messages": [{"role": "user", "content": [
             {"type": "image", "source": {"type": "base64", "data": "x"}}]}]},
