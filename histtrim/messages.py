@@ -50,6 +50,23 @@ class RowFacts(NamedTuple):
 _NOT_A_ROW = RowFacts(opens_turn=False, utf8_bytes=0, image_markers=False)
 
 
+def row_facts(role: str, content: str) -> RowFacts:
+    """The facts of a row with this role and text (what `ChatMessage` caches; a reader that
+    prices rows without making them uses the same rule). Non-UTF-8 text raises ValueError."""
+    size = len(content) if content.isascii() else len(content.encode("utf-8"))
+    real_user = role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
+    declares = (role == "tool" and '"attachments"' in content) or (
+        role == "user" and not real_user and "[Tool attachments: " in content
+    )
+    return RowFacts(
+        real_user,
+        size,
+        real_user and "[IMAGE:" in content,
+        declares,
+        -(-size // BYTES_PER_TOKEN) + FRAME_TOKENS,
+    )
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -102,20 +119,7 @@ class ChatMessage(_Frozen):
 
     def model_post_init(self, context: Any, /) -> None:
         """Compute the row facts once, when the row is made: every later trim reads them."""
-        content = self.content
-        size = len(content) if content.isascii() else len(content.encode("utf-8"))
-        role = self.role
-        real_user = role == "user" and not content.startswith(TOOL_RESULTS_PREFIX)
-        declares = (role == "tool" and '"attachments"' in content) or (
-            role == "user" and not real_user and "[Tool attachments: " in content
-        )
-        self.__dict__["facts"] = RowFacts(
-            real_user,
-            size,
-            real_user and "[IMAGE:" in content,
-            declares,
-            -(-size // BYTES_PER_TOKEN) + FRAME_TOKENS,
-        )
+        self.__dict__["facts"] = row_facts(self.role, self.content)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy whose facts match its (possibly updated) content."""

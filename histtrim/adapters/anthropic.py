@@ -32,6 +32,7 @@ class AnthropicFormatError(ValueError):
     """A body or message that is not in the Messages format; names the field."""
 
     def __init__(self, field: str, problem: str) -> None:
+        field = field.lstrip(".")
         self.field, self.problem = field, problem
         super().__init__(f"{field}: {problem}" if field else problem)
 
@@ -74,7 +75,7 @@ def from_anthropic(
     rows: list[ChatMessage] = []
     if "system" in document:
         rows.append(ChatMessage.system(_system_text(document["system"])))
-    rows.extend(_to_row(f"messages[{i}]", message) for i, message in enumerate(messages))
+    rows.extend(message_row(message, f"messages[{i}]") for i, message in enumerate(messages))
     messages = copy.deepcopy(messages)
     return AnthropicConversation(rows, messages, document)
 
@@ -164,7 +165,8 @@ def trim_anthropic(
 # -- messages -> rows --------------------------------------------------------------------
 
 
-def _to_row(where: str, message: object) -> ChatMessage:
+def message_row(message: object, where: str = "") -> ChatMessage:
+    """The row of one message; errors name the field under `where` (e.g. `messages[3]`)."""
     if not isinstance(message, Mapping):
         raise AnthropicFormatError(where, f"expected an object, got {_kind(message)}")
     role = message.get("role")
