@@ -9,13 +9,14 @@ million-row file costs a few columns of integers on top of its bytes."""
 
 from __future__ import annotations
 
-import json
 import re
 from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, compress
 from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 from ..estimate import dispatched_images, message_cost
 from ..messages import BREADCRUMB, ChatMessage, row_facts
@@ -25,6 +26,8 @@ Layout = Literal["jsonl", "array", "body"]
 FORMATS: tuple[Format, ...] = ("histtrim", "openai", "anthropic")
 _BOM = b"\xef\xbb\xbf"
 _NON_SPACE = re.compile(rb"[^ \t\r\n]")
+_AT = re.compile(r" at line (\d+) column (\d+)$")
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "image")
 
 
@@ -161,8 +164,8 @@ def _is_body(data: bytes) -> bool:
     if end < 0 or _NON_SPACE.search(data, end) is None:
         return True
     try:
-        json.loads(data[:end])
-    except (ValueError, RecursionError):
+        _JSON.validate_json(data[:end])
+    except ValidationError:
         return True  # a pretty-printed object: its first line is not JSON on its own
     return False
 
@@ -192,16 +195,22 @@ def _detect_lines(data: bytes, spans: array[int]) -> Format:
 
 
 def _loads(text: bytes, line: int | None) -> Any:
-    """Parse JSON; deep nesting, huge integers and bad bytes are a FormatError naming the line."""
+    """Parse JSON in Rust (pydantic's parser): deep nesting, huge integers and lone
+    surrogates are a FormatError naming the line and column, never a RecursionError."""
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise FormatError("invalid JSON: nested too deeply", line=line) from None
-    except json.JSONDecodeError as error:
-        where = line if line is None else line + error.lineno - 1
-        raise FormatError(f"invalid JSON: {error.msg} (column {error.colno})", line=where) from None
-    except ValueError as error:  # integers past the conversion limit, bad UTF-8
-        raise FormatError(f"invalid JSON: {error}", line=line) from None
+        return _JSON.validate_json(text)
+    except ValidationError as error:
+        problem = str(error.errors()[0].get("ctx", {}).get("error", "not JSON"))
+        if "hex escape" in problem or "surrogate" in problem:
+            problem = "a \\u escape that is not a character (lone surrogate?): " + problem
+        at = _AT.search(problem)
+        if at is None:
+            raise FormatError(f"invalid JSON: {problem}", line=line) from None
+        row, column = int(at.group(1)), int(at.group(2))
+        where = row if line is None else line + row - 1
+        raise FormatError(
+            f"invalid JSON: {problem[: at.start()]} (column {column})", line=where
+        ) from None
 
 
 def _anthropic_system(body: Mapping[str, Any]) -> str:
