@@ -223,3 +223,17 @@ def test_structured_items_are_named() -> None:
     item = {"kind": "tool_results", "results": [{"tool_call_id": "c", "content": "x"}]}
     with pytest.raises(FormatError, match=r"^line 1 field kind: a structured tool_results"):
         read_history(json.dumps(item).encode())
+
+
+def test_detection_looks_at_every_record_not_text() -> None:
+    """`kind` on any record makes a histtrim file; the same word in a message's text does not;
+    an Anthropic block late in a JSON Lines file is found."""
+    rows = [{"role": "system", "content": "s"}, {"role": "user", "content": "a"},
+            {"kind": "chat", "role": "assistant", "content": "b"}]
+    text = [{"role": "user", "content": '"kind": "chat" and "tool_use"'}]
+    late = [*text, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t", "name": "n", "input": {}}]}]
+    for layout in ("jsonl", "array"):
+        assert read_history(encode(rows, layout)).format == "histtrim"
+        assert read_history(encode(text, layout)).format == "openai"
+        assert read_history(encode(late, layout)).format == "anthropic"

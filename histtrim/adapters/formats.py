@@ -29,6 +29,11 @@ _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 _AT = re.compile(r" at line (\d+) column (\d+)$")
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "image")
+_HINTS: tuple[tuple[tuple[bytes, ...], Format], ...] = (
+    ((b'"kind"',), "histtrim"),
+    ((b'"tool_use"', b'"tool_result"', b'"image"'), "anthropic"),
+)
+"""Bytes a line must hold to be told apart (JSON escapes a quote inside a string)."""
 
 
 @dataclass
@@ -100,35 +105,29 @@ class HistoryFile:
 
 def detect_format(document: Any) -> Format:
     """The format of a parsed file: a request body (an object with `messages`) or a list of
-    records. Anthropic: a top-level `system`, or `tool_use`/`tool_result`/`image` blocks;
-    histtrim: any record with `kind`; anything else reads as OpenAI (plain role/content
-    records are the same row in every format, and are written back as they came)."""
+    records. histtrim if any record has `kind`; else Anthropic if the body has a top-level
+    `system` or any message has `tool_use`/`tool_result`/`image` blocks; else OpenAI (plain
+    role/content records are the same row in every format, written back as they came)."""
     records = document.get("messages") if isinstance(document, Mapping) else document
     if not isinstance(records, list):
         raise FormatError("expected a list of messages or an object with `messages`")
-    if isinstance(document, Mapping) and "system" in document:
+    found = [_record_format(r) for r in records if isinstance(r, Mapping)]
+    if "histtrim" in found:
+        return "histtrim"
+    if "anthropic" in found or (isinstance(document, Mapping) and "system" in document):
         return "anthropic"
-    for record in records:
-        if isinstance(record, Mapping):
-            found = _record_format(record)
-            if found is not None:
-                return found
     return "openai"
 
 
 def _record_format(record: Mapping[str, Any]) -> Format | None:
     if "kind" in record:
         return "histtrim"
-    if record.get("role") in ("system", "developer", "tool") or "tool_calls" in record:
-        return "openai"
     content = record.get("content")
     if isinstance(content, list):
         for block in content:
             kind = block.get("type") if isinstance(block, Mapping) else None
             if kind in _ANTHROPIC_BLOCKS:
                 return "anthropic"
-            if kind == "image_url":
-                return "openai"
     return None
 
 
@@ -185,12 +184,21 @@ def _line_spans(data: bytes) -> array[int]:
 
 
 def _detect_lines(data: bytes, spans: array[int]) -> Format:
-    for k in range(0, len(spans), 2):
-        record = _loads(data[spans[k] : spans[k + 1]], data.count(b"\n", 0, spans[k]) + 1)
-        if isinstance(record, Mapping):
-            found = _record_format(record)
-            if found is not None:
-                return found
+    """`detect_format` for JSON Lines, parsing only the lines a byte search points at."""
+    for needles, fmt in _HINTS:
+        for needle in needles:
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                end = len(data) if end < 0 else end
+                try:
+                    record = _loads(data[start:end], None)
+                except FormatError:
+                    record = None  # reported with its line by the pricing pass
+                if isinstance(record, Mapping) and _record_format(record) == fmt:
+                    return fmt
+                at = data.find(needle, end)
     return "openai"
 
 
