@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
@@ -16,13 +17,18 @@ from .carriers import (
     split_carrier_attachments,
     split_image_markers,
 )
-from .messages import MAX_JSON_DEPTH, ChatMessage, chat_rows, json_too_deep
+from .messages import BYTES_PER_TOKEN as BYTES_PER_TOKEN  # EST-1's constants live with the
+from .messages import FRAME_TOKENS as FRAME_TOKENS  # row facts that cache each row's price
+from .messages import MAX_JSON_DEPTH, ChatMessage, RowFacts, chat_rows, json_too_deep
 from .policy import SPEC, Policy
 from .turns import TurnIndex, index_turns
 
-BYTES_PER_TOKEN = SPEC.bytes_per_token
-FRAME_TOKENS = SPEC.frame_tokens
 IMAGE_TOKENS = SPEC.image_tokens
+
+
+def _cached_prices(policy: Policy) -> bool:
+    """Whether the row facts' cached plain price (EST-1 with the spec's constants) holds."""
+    return policy.bytes_per_token == BYTES_PER_TOKEN and policy.frame_tokens == FRAME_TOKENS
 
 
 def utf8_len(text: str) -> int:
@@ -37,6 +43,8 @@ def text_tokens(text: str, *, policy: Policy = SPEC) -> int:
 
 def plain_cost(message: ChatMessage, *, policy: Policy = SPEC) -> int:
     """A row priced as plain text: its content bytes plus the framing tokens."""
+    if _cached_prices(policy):
+        return message.facts.plain_tokens
     return -(-message.facts.utf8_bytes // policy.bytes_per_token) + policy.frame_tokens
 
 
@@ -88,6 +96,11 @@ def estimate_image_tokens(
     )
 
 
+_PLAIN_TOKENS = itemgetter(RowFacts._fields.index("plain_tokens"))
+_IMAGE_MARKERS = itemgetter(RowFacts._fields.index("image_markers"))
+_DECLARES = itemgetter(RowFacts._fields.index("declares_attachments"))
+
+
 def message_costs(
     history: Sequence[ChatMessage], index: TurnIndex | None = None, *, policy: Policy = SPEC
 ) -> list[int]:
@@ -98,12 +111,19 @@ def message_costs(
     if index is None:
         index = index_turns(history)
     facts = index.facts
-    per_token, frame = policy.bytes_per_token, policy.frame_tokens
-    costs = [-(-f.utf8_bytes // per_token) + frame for f in facts]
-    for i in compress(range(len(facts)), [f.image_markers for f in facts]):
+    if _cached_prices(policy):
+        costs = list(map(_PLAIN_TOKENS, facts))  # C speed: no per-row Python
+    else:
+        per_token, frame = policy.bytes_per_token, policy.frame_tokens
+        costs = [-(-f.utf8_bytes // per_token) + frame for f in facts]
+    # Image markers count only in real user rows, which open a turn (or are the crumb slot):
+    # only those rows need a look.
+    openers = index.starts if index.crumb is None else (index.crumb, *index.starts)
+    marked = map(_IMAGE_MARKERS, map(facts.__getitem__, openers))
+    for i in compress(openers, marked):
         costs[i] = message_cost(history[i], current_turn=False, policy=policy)
     current = index.current_turn_after
-    declared = [f.declares_attachments for f in facts[current + 1 :]]
+    declared = map(_DECLARES, facts[current + 1 :])
     for i in compress(range(current + 1, len(history)), declared):
         costs[i] = message_cost(history[i], current_turn=True, policy=policy)
     return costs

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from operator import attrgetter, itemgetter
 
 from .messages import ChatMessage, Row, RowFacts, conversation_rows
 from .validation import flag
@@ -79,6 +80,10 @@ class TurnIndex:
         return owner
 
 
+_FACTS = attrgetter("facts")
+_OPENS_TURN = itemgetter(RowFacts._fields.index("opens_turn"))
+
+
 def index_turns(
     history: Sequence[Row], *, crumb_present: bool = False
 ) -> TurnIndex:
@@ -99,7 +104,7 @@ def index_turns(
     if crumb_present:
         crumb_slot(history, prefix)
         crumb = prefix
-    starts = tuple(compress(range(len(facts)), [f.opens_turn for f in facts]))
+    starts = tuple(compress(range(len(facts)), map(_OPENS_TURN, facts)))
     if crumb is not None and starts and starts[0] == crumb:
         starts = starts[1:]  # the slot opens no turn, whatever its text
     return TurnIndex(len(history), prefix, crumb, starts, facts)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from math import ceil
 
 import pytest
+from hypothesis import given
+from strategies import GeneratedHistory, chat_histories
 
 from histtrim import (
     BREADCRUMB,
@@ -23,6 +25,7 @@ from histtrim import (
     estimate_hooks,
     estimate_image_tokens,
     estimate_tool_schemas,
+    index_turns,
     is_loadable_target,
     message_cost,
     message_costs,
@@ -297,3 +300,26 @@ def test_tool_schemas_and_hooks() -> None:
     assert estimate_tool_schemas([wrapped, ToolSchema(name="ls")]) == 11 + 5
     assert estimate_tool_schemas([]) == 0
     assert estimate_hooks(["abcde", "ñ"]) == 2 + 1
+
+
+# ------------------------------------------------------------------ the cached hot path
+
+
+@given(chat_histories(free_text=True))
+def test_est_1_cached_row_prices_equal_pricing_each_row(g: GeneratedHistory[ChatMessage]) -> None:
+    """EST-1..4: `message_costs` reads one cached integer per row (and looks only at the rows
+    that can carry images); it equals pricing every row on its own, crumb slot included."""
+    rows = list(g.rows)
+    index = index_turns(rows, crumb_present=g.crumb)
+    current = index.current_turn_after
+    expected = [message_cost(row, current_turn=i > current) for i, row in enumerate(rows)]
+    assert message_costs(rows, index) == expected
+    assert [row.facts.plain_tokens for row in rows] == [plain(row.content) for row in rows]
+
+
+def test_est_2_image_markers_in_the_crumb_slot_are_priced() -> None:
+    """EST-2: a crumb slot (named by the flag) with an image marker is still a user row."""
+    crumb = ChatMessage.user(BREADCRUMB)
+    rows = [ChatMessage.system("s"), crumb, ChatMessage.user("a [IMAGE:/tmp/x.png]")]
+    index = index_turns(rows, crumb_present=True)
+    assert message_costs(rows, index) == [plain("s"), plain(BREADCRUMB), 1 + IMAGE_TOKENS + 4]

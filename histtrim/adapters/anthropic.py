@@ -1,0 +1,341 @@
+"""Anthropic Messages request bodies <-> histtrim provider-facing rows, and whole-turn trims
+that take and return Anthropic bodies.
+
+Each message is paired with one row that says what the library needs (its role, whether it
+opens a turn, its price); the message itself is kept as given, outside the row, so the round
+trip is exact and no text can forge a role, a block or a message:
+- the top-level `system` (a string or text blocks) is one leading system row;
+- a user message with `tool_result` blocks is a `[Tool results]` carrier row: it continues
+  the turn of the `tool_use` it answers (TURN-3), and the images inside its results are
+  declared attachments, priced only in the current turn (EST-2, EST-3);
+- any other user message is a user row, its images `[IMAGE:...]` markers priced as images
+  (EST-2); an assistant message with `tool_use` blocks is a native tool-call row.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..carriers import image_marker, json_object, tool_results_carrier
+from ..messages import BREADCRUMB, ChatMessage, ToolCall
+from . import RecordTrimResult, trim_records
+
+AnthropicMessage = dict[str, Any]
+ROLES = ("user", "assistant")
+
+
+class AnthropicFormatError(ValueError):
+    """A body or message that is not in the Messages format; names the field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        field = field.lstrip(".")
+        self.field, self.problem = field, problem
+        super().__init__(f"{field}: {problem}" if field else problem)
+
+
+@dataclass(frozen=True)
+class AnthropicConversation:
+    """A request body read for trimming: its rows (the system row first, when there is a
+    `system`) and the untouched messages and other keys they came from."""
+
+    rows: list[ChatMessage]
+    messages: list[AnthropicMessage]
+    body: dict[str, Any]
+    """The request body's other keys (model, system, tools, ...), `messages` a placeholder."""
+
+    @property
+    def system_rows(self) -> int:
+        return len(self.rows) - len(self.messages)
+
+    def to_body(self, messages: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """The request body with `messages` (default: the ones read), key order kept."""
+        out = copy.deepcopy(self.body)
+        out["messages"] = copy.deepcopy(list(self.messages if messages is None else messages))
+        return out
+
+
+def from_anthropic(
+    body: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+) -> AnthropicConversation:
+    """Read a request body (or just its list of messages); bad input names the field."""
+    if isinstance(body, Mapping):
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise AnthropicFormatError("messages", f"expected a list, got {_kind(messages)}")
+        # The other keys, deep-copied, with a placeholder where `messages` goes back.
+        document = {k: None if k == "messages" else copy.deepcopy(v) for k, v in body.items()}
+    elif isinstance(body, Sequence) and not isinstance(body, str | bytes):
+        document, messages = {"messages": None}, list(body)
+    else:
+        raise AnthropicFormatError("", f"expected a request body or a list, got {_kind(body)}")
+    rows: list[ChatMessage] = []
+    if "system" in document:
+        rows.append(ChatMessage.system(_system_text(document["system"])))
+    rows.extend(message_row(message, f"messages[{i}]") for i, message in enumerate(messages))
+    messages = copy.deepcopy(messages)
+    return AnthropicConversation(rows, messages, document)
+
+
+def to_anthropic(source: AnthropicConversation | Iterable[ChatMessage]) -> dict[str, Any]:
+    """The request body of a conversation read by `from_anthropic` (exactly as read), or a
+    body built from provider-facing rows (system rows become `system`, tool-call envelopes
+    `tool_use` blocks, tool-result envelopes `tool_result` blocks)."""
+    if isinstance(source, AnthropicConversation):
+        return source.to_body()
+    system: list[str] = []
+    messages: list[AnthropicMessage] = []
+    for row in source:
+        if row.role == "system":
+            system.append(row.content)
+        else:
+            messages.append(row_message(row))
+    body: dict[str, Any] = {}
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = messages
+    return body
+
+
+def row_message(row: ChatMessage) -> AnthropicMessage:
+    """The Anthropic message for one non-system row made by the library or the runtime."""
+    if row.role == "system":
+        raise ValueError("a system row is the body's `system`, not a message")
+    envelope = json_object(row.content) if row.role in ("assistant", "tool") else None
+    if row.role == "assistant":
+        calls = envelope.get("tool_calls") if envelope is not None else None
+        if envelope is None or not isinstance(calls, list):
+            return {"role": "assistant", "content": row.content}
+        blocks: list[dict[str, Any]] = []
+        if isinstance(envelope.get("content"), str) and envelope["content"]:
+            blocks.append({"type": "text", "text": envelope["content"]})
+        for call in (ToolCall.model_validate(c) for c in calls):
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)}
+            )
+        return {"role": "assistant", "content": blocks}
+    if row.role == "tool":
+        if envelope is None or not isinstance(envelope.get("tool_call_id"), str):
+            raise ValueError("a tool row must be a tool-result envelope with its tool_call_id")
+        result = {
+            "type": "tool_result",
+            "tool_use_id": envelope["tool_call_id"],
+            "content": str(envelope.get("content", "")),
+        }
+        return {"role": "user", "content": [result]}
+    return {"role": "user", "content": row.content}
+
+
+def anthropic_breadcrumb() -> AnthropicMessage:
+    """The breadcrumb as an Anthropic message (a user message, like the row)."""
+    return {"role": "user", "content": BREADCRUMB}
+
+
+def trim_anthropic(
+    body: Mapping[str, Any],
+    *,
+    budget_tokens: int | None = None,
+    max_turns: int | None = None,
+    crumb_present: bool = False,
+    breadcrumb: bool = True,
+) -> tuple[dict[str, Any], RecordTrimResult[AnthropicMessage | None]]:
+    """Trim a request body by token budget or turn count, whole turns only: a `tool_use` and
+    its `tool_result` are kept or dropped together, the `system` always stays (TURN-5).
+
+    Returns the trimmed body (kept messages untouched, the breadcrumb message inserted first
+    unless `breadcrumb=False`) and the trim result with its `HistoryTrimmed` event."""
+    conversation = from_anthropic(body)
+    system = conversation.system_rows
+    records: list[AnthropicMessage | None] = [None] * system + list(conversation.messages)
+    result = trim_records(
+        records,
+        conversation.rows,
+        budget_tokens=budget_tokens,
+        max_turns=max_turns,
+        crumb_present=crumb_present,
+        breadcrumb_record=anthropic_breadcrumb() if breadcrumb else None,
+    )
+    kept = [record for record in result.records[system:] if record is not None]
+    return conversation.to_body(kept), result
+
+
+# -- messages -> rows --------------------------------------------------------------------
+
+
+def message_row(message: object, where: str = "") -> ChatMessage:
+    """The row of one message; errors name the field under `where` (e.g. `messages[3]`)."""
+    if not isinstance(message, Mapping):
+        raise AnthropicFormatError(where, f"expected an object, got {_kind(message)}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise AnthropicFormatError(f"{where}.role", f"expected 'user' or 'assistant', got {role!r}")
+    if "content" not in message:
+        raise AnthropicFormatError(f"{where}.content", "required")
+    content = message["content"]
+    if isinstance(content, str):
+        blocks: list[Mapping[str, Any]] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        blocks = [_check_block(f"{where}.content[{k}]", b) for k, b in enumerate(content)]
+    else:
+        raise AnthropicFormatError(
+            f"{where}.content", f"expected a string or a list of blocks, got {_kind(content)}"
+        )
+    if role == "assistant":
+        return _assistant_row(blocks)
+    if any(block["type"] == "tool_result" for block in blocks):
+        return _results_row(blocks)
+    return ChatMessage.user("".join(_render(block) for block in blocks))
+
+
+def _check_block(where: str, block: object) -> Mapping[str, Any]:
+    if not isinstance(block, Mapping):
+        raise AnthropicFormatError(where, f"expected an object, got {_kind(block)}")
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise AnthropicFormatError(f"{where}.type", f"expected a string, got {_kind(kind)}")
+    if kind == "text":
+        _need_str(where, block, "text")
+    elif kind == "image":
+        _image_target(where, block)
+    elif kind == "tool_use":
+        _need_str(where, block, "id", nonempty=True)
+        _need_str(where, block, "name", nonempty=True)
+        if not isinstance(block.get("input"), Mapping):
+            raise AnthropicFormatError(
+                f"{where}.input", f"expected an object, got {_kind(block.get('input'))}"
+            )
+    elif kind == "tool_result":
+        _need_str(where, block, "tool_use_id", nonempty=True)
+        if "is_error" in block and not isinstance(block["is_error"], bool):
+            raise AnthropicFormatError(
+                f"{where}.is_error", f"expected a boolean, got {_kind(block['is_error'])}"
+            )
+        content = block.get("content", "")
+        if isinstance(content, list):
+            for k, inner in enumerate(content):
+                checked = _check_block(f"{where}.content[{k}]", inner)
+                if checked["type"] not in ("text", "image"):
+                    raise AnthropicFormatError(
+                        f"{where}.content[{k}].type",
+                        f"expected 'text' or 'image' in a tool result, got {checked['type']!r}",
+                    )
+        elif not isinstance(content, str):
+            raise AnthropicFormatError(
+                f"{where}.content", f"expected a string or a list of blocks, got {_kind(content)}"
+            )
+    return block
+
+
+def _need_str(where: str, block: Mapping[str, Any], key: str, *, nonempty: bool = False) -> None:
+    value = block.get(key)
+    if not isinstance(value, str) or (nonempty and not value):
+        expected = "a non-empty string" if nonempty else "a string"
+        raise AnthropicFormatError(f"{where}.{key}", f"expected {expected}, got {_kind(value)}")
+
+
+def _image_target(where: str, block: Mapping[str, Any]) -> str:
+    """The image as a marker target: its URL, or a `data:` URL of its base64 data."""
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        raise AnthropicFormatError(f"{where}.source", f"expected an object, got {_kind(source)}")
+    kind = source.get("type")
+    if kind == "url":
+        _need_str(f"{where}.source", source, "url", nonempty=True)
+        return str(source["url"])
+    if kind == "base64":
+        _need_str(f"{where}.source", source, "media_type", nonempty=True)
+        _need_str(f"{where}.source", source, "data")
+        return f"data:{source['media_type']};base64,{source['data']}"
+    raise AnthropicFormatError(
+        f"{where}.source.type", f"expected 'base64' or 'url', got {kind!r}"
+    )
+
+
+def _render(block: Mapping[str, Any]) -> str:
+    """A block's priced text: text as is, an image as a marker, any other block as JSON."""
+    if block["type"] == "text":
+        return str(block["text"])
+    if block["type"] == "image":
+        return image_marker(_image_target("", block))
+    return _dumps(block)
+
+
+def _assistant_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
+    calls = [
+        ToolCall(id=b["id"], name=b["name"], arguments=_dumps(b["input"]))
+        for b in blocks
+        if b["type"] == "tool_use"
+    ]
+    text = "".join(_render(b) for b in blocks if b["type"] != "tool_use")
+    if calls:
+        return ChatMessage.assistant_tool_calls(text or None, calls)
+    if json_object(text) is not None:
+        # Text that reads as a JSON object would read as a tool-call envelope: price it as
+        # its JSON string instead, so no text becomes a call.
+        return ChatMessage.assistant(_dumps(text))
+    return ChatMessage.assistant(text)
+
+
+def _results_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
+    """A `[Tool results]` carrier: each result's text, and its images as declared
+    attachments (dispatched, so priced, only in the current turn)."""
+    results: list[tuple[str, str]] = []
+    images: list[str] = []
+    extra: list[str] = []
+    for block in blocks:
+        if block["type"] != "tool_result":
+            extra.append(_render(block))
+            continue
+        content = block.get("content", "")
+        inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        text = "".join(str(b["text"]) for b in inner if b["type"] == "text")
+        images.extend(_image_target("", b) for b in inner if b["type"] == "image")
+        label = block["tool_use_id"] + (" error" if block.get("is_error") else "")
+        results.append((label, text))
+    row = tool_results_carrier(results, attachments=images)
+    if extra:
+        row = ChatMessage.user(row.content + "\n" + "".join(extra))
+    return row
+
+
+def _system_text(system: object) -> str:
+    if isinstance(system, str):
+        return system
+    if not isinstance(system, list):
+        raise AnthropicFormatError(
+            "system", f"expected a string or a list of text blocks, got {_kind(system)}"
+        )
+    texts = []
+    for k, block in enumerate(system):
+        checked = _check_block(f"system[{k}]", block)
+        if checked["type"] != "text":
+            raise AnthropicFormatError(
+                f"system[{k}].type", f"expected 'text', got {checked['type']!r}"
+            )
+        texts.append(str(checked["text"]))
+    return "\n\n".join(texts)
+
+
+def _input(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.arguments)
+    except ValueError:
+        return {"arguments": call.arguments}
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _dumps(value: object) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as error:
+        raise AnthropicFormatError("", f"not JSON-serializable: {error}") from None

@@ -1,0 +1,306 @@
+"""History files in the three formats (histtrim rows, OpenAI messages, Anthropic request
+bodies), read from bytes into per-row columns and written back in the layout they came in.
+
+A reader prices every row without keeping it: one pass parses each record, makes its row's
+text with the format's adapter (a fast path for the usual shapes) and keeps only the row
+facts a trim needs (turn openers, cached prices, EST-1..4). Records are re-read from the
+input only when looked at, and JSON Lines are written back as the input's own bytes, so a
+million-row file costs a few columns of integers on top of its bytes."""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from itertools import chain, compress
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..estimate import dispatched_images, message_cost
+from ..messages import BREADCRUMB, ChatMessage, row_facts
+from .records import Format, FormatError, row_text
+
+Layout = Literal["jsonl", "array", "body"]
+FORMATS: tuple[Format, ...] = ("histtrim", "openai", "anthropic")
+_BOM = b"\xef\xbb\xbf"
+_NON_SPACE = re.compile(rb"[^ \t\r\n]")
+_AT = re.compile(r" at line (\d+) column (\d+)$")
+_JSON: TypeAdapter[Any] = TypeAdapter(Any)
+_ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "image")
+_HINTS: tuple[tuple[tuple[bytes, ...], Format], ...] = (
+    ((b'"kind"',), "histtrim"),
+    ((b'"tool_use"', b'"tool_result"', b'"image"'), "anthropic"),
+)
+"""Bytes a line must hold to be told apart (JSON escapes a quote inside a string)."""
+
+
+@dataclass
+class HistoryFile:
+    """A history file read for trimming: its rows' columns and where each record lies.
+
+    Row k is record `k - system_rows` (an Anthropic body's `system` is row 0, no record)."""
+
+    format: Format
+    layout: Layout
+    data: bytes
+    """The input (without a UTF-8 BOM)."""
+    spans: array[int]
+    """JSON Lines: each record's line as (start, end) offsets into `data`, flattened."""
+    parsed: list[Any] | None
+    """Arrays and bodies: the records as parsed."""
+    body: dict[str, Any] | None
+    """A request body without its messages (they go back under `messages`)."""
+    system_rows: int
+    prefix_len: int
+    """Leading system rows (TURN-5)."""
+    opens: bytearray
+    """1 where the row opens a turn (TURN-2, TURN-3)."""
+    costs: list[int]
+    """Each row's estimate (EST-1..4), images priced where they are dispatched."""
+    images: dict[int, int]
+    """Dispatched images by row, for the rows that have any (EST-2, EST-3)."""
+    bom: bool = False
+
+    def __len__(self) -> int:
+        return len(self.costs)
+
+    @property
+    def records(self) -> int:
+        return len(self.costs) - self.system_rows
+
+    def record(self, index: int) -> Any:
+        """Record `index`, parsed again from the input (JSON Lines) or as parsed."""
+        if self.parsed is not None:
+            return self.parsed[index]
+        return _loads(self.data[self.spans[2 * index] : self.spans[2 * index + 1]], 0)
+
+    def record_bytes(self, index: int) -> bytes:
+        """JSON Lines: record `index` exactly as the input wrote it (no line break)."""
+        return self.data[self.spans[2 * index] : self.spans[2 * index + 1]]
+
+    def line_of(self, index: int) -> int | None:
+        """The 1-based line record `index` starts on (JSON Lines), for error messages."""
+        if self.parsed is not None or not 0 <= index < len(self.spans) // 2:
+            return None
+        return self.data.count(b"\n", 0, self.spans[2 * index]) + 1
+
+    def row(self, index: int) -> ChatMessage:
+        """Row `index` as a `ChatMessage`, made on demand (rows are not kept)."""
+        if index < self.system_rows:
+            assert self.body is not None
+            role, text = "system", _anthropic_system(self.body)
+        else:
+            role, text = row_text(self.format, self.record(index - self.system_rows))
+        return ChatMessage(role=role, content=text)  # type: ignore[arg-type]
+
+    def rows(self) -> Iterator[ChatMessage]:
+        return (self.row(i) for i in range(len(self)))
+
+    def starts(self) -> list[int]:
+        """The rows that open a turn, oldest first."""
+        return list(compress(range(len(self.opens)), self.opens))
+
+
+def detect_format(document: Any) -> Format:
+    """The format of a parsed file: a request body (an object with `messages`) or a list of
+    records. histtrim if any record has `kind`; else Anthropic if the body has a top-level
+    `system` or any message has `tool_use`/`tool_result`/`image` blocks; else OpenAI (plain
+    role/content records are the same row in every format, written back as they came)."""
+    records = document.get("messages") if isinstance(document, Mapping) else document
+    if not isinstance(records, list):
+        raise FormatError("expected a list of messages or an object with `messages`")
+    found = [_record_format(r) for r in records if isinstance(r, Mapping)]
+    if "histtrim" in found:
+        return "histtrim"
+    if "anthropic" in found or (isinstance(document, Mapping) and "system" in document):
+        return "anthropic"
+    return "openai"
+
+
+def _record_format(record: Mapping[str, Any]) -> Format | None:
+    if "kind" in record:
+        return "histtrim"
+    content = record.get("content")
+    if isinstance(content, list):
+        for block in content:
+            kind = block.get("type") if isinstance(block, Mapping) else None
+            if kind in _ANTHROPIC_BLOCKS:
+                return "anthropic"
+    return None
+
+
+def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
+    """Read a history file's bytes: a JSON array, a request body (an object with
+    `messages`) or JSON Lines (split on b"\\n" only); a UTF-8 BOM is accepted. `format`
+    overrides detection. Bad input raises `FormatError` (a ValueError) naming the line or
+    record and the field."""
+    bom = data.startswith(_BOM)
+    if bom:
+        data = data[len(_BOM) :]
+    start = _NON_SPACE.search(data)
+    first = data[start.start() : start.start() + 1] if start else b""
+    document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
+    if isinstance(document, list) or (isinstance(document, dict) and "messages" in document):
+        records = document.get("messages") if isinstance(document, dict) else document
+        if not isinstance(records, list):
+            raise FormatError("expected a list", field="messages")
+        chosen = format or detect_format(document)
+        body = None
+        if isinstance(document, dict):
+            body = {k: None if k == "messages" else v for k, v in document.items()}
+        layout: Layout = "body" if body is not None else "array"
+        return _priced(chosen, layout, data, array("q"), records, body, bom)
+    spans = _line_spans(data)
+    chosen = format or _detect_lines(data, spans)
+    return _priced(chosen, "jsonl", data, spans, None, None, bom)
+
+
+def _is_body(data: bytes) -> bool:
+    """An object that spans the file (a request body), not the first of JSON Lines."""
+    end = data.find(b"\n")
+    if end < 0 or _NON_SPACE.search(data, end) is None:
+        return True
+    try:
+        _JSON.validate_json(data[:end])
+    except ValidationError:
+        return True  # a pretty-printed object: its first line is not JSON on its own
+    return False
+
+
+def _line_spans(data: bytes) -> array[int]:
+    spans = array("q")
+    start, size = 0, len(data)
+    while start < size:
+        end = data.find(b"\n", start)
+        if end < 0:
+            end = size
+        if data[start:end].strip():
+            spans.append(start)
+            spans.append(end)
+        start = end + 1
+    return spans
+
+
+def _detect_lines(data: bytes, spans: array[int]) -> Format:
+    """`detect_format` for JSON Lines, parsing only the lines a byte search points at."""
+    for needles, fmt in _HINTS:
+        for needle in needles:
+            at = data.find(needle)
+            while at >= 0:
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                end = len(data) if end < 0 else end
+                try:
+                    record = _loads(data[start:end], None)
+                except FormatError:
+                    record = None  # reported with its line by the pricing pass
+                if isinstance(record, Mapping) and _record_format(record) == fmt:
+                    return fmt
+                at = data.find(needle, end)
+    return "openai"
+
+
+def _loads(text: bytes, line: int | None) -> Any:
+    """Parse JSON in Rust (pydantic's parser): deep nesting, huge integers and lone
+    surrogates are a FormatError naming the line and column, never a RecursionError."""
+    try:
+        return _JSON.validate_json(text)
+    except ValidationError as error:
+        problem = str(error.errors()[0].get("ctx", {}).get("error", "not JSON"))
+        if "hex escape" in problem or "surrogate" in problem:
+            problem = "a \\u escape that is not a character (lone surrogate?): " + problem
+        at = _AT.search(problem)
+        if at is None:
+            raise FormatError(f"invalid JSON: {problem}", line=line) from None
+        row, column = int(at.group(1)), int(at.group(2))
+        where = row if line is None else line + row - 1
+        raise FormatError(
+            f"invalid JSON: {problem[: at.start()]} (column {column})", line=where
+        ) from None
+
+
+def _anthropic_system(body: Mapping[str, Any]) -> str:
+    from .anthropic import from_anthropic
+
+    return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
+
+
+def _priced(
+    fmt: Format,
+    layout: Layout,
+    data: bytes,
+    spans: array[int],
+    parsed: list[Any] | None,
+    body: dict[str, Any] | None,
+    bom: bool,
+) -> HistoryFile:
+    """One pass over the records: the columns, then the prices that depend on the turn."""
+    if fmt not in FORMATS:
+        raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    system_rows = int(fmt == "anthropic" and body is not None and "system" in body)
+    hf = HistoryFile(
+        fmt, layout, data, spans, parsed, body, system_rows, 0, bytearray(), [], {}, bom
+    )
+    opens, costs, images = hf.opens, hf.costs, hf.images
+    pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
+    prefix, opened = True, False
+    records = len(parsed) if parsed is not None else len(spans) // 2
+    texts = _row_texts(hf, records)
+    if system_rows:
+        assert body is not None
+        texts = chain([("system", _anthropic_system(body))], texts)
+    for i, (role, text) in enumerate(texts):
+        try:
+            facts = row_facts(role, text)
+        except UnicodeEncodeError:
+            raise hf_error(hf, i, "content", "not valid UTF-8 text (a lone surrogate)") from None
+        if prefix and role != "system":
+            hf.prefix_len, prefix = i, False
+        opens.append(facts.opens_turn)
+        if facts.opens_turn:
+            pending.clear()
+            opened = True
+        cost = facts.plain_tokens
+        if facts.image_markers:
+            row = ChatMessage(role="user", content=text)
+            cost = message_cost(row, current_turn=False)
+            images[i] = dispatched_images(row, current_turn=False)
+        elif facts.declares_attachments:
+            pending[i] = ChatMessage(role=role, content=text)  # type: ignore[arg-type]
+        costs.append(cost)
+    if prefix:
+        hf.prefix_len = len(costs)
+    for i, row in pending.items() if opened else ():  # after the newest real user row
+        costs[i] = message_cost(row, current_turn=True)
+        images[i] = dispatched_images(row, current_turn=True)
+    return hf
+
+
+def _row_texts(hf: HistoryFile, records: int) -> Iterator[tuple[str, str]]:
+    """Each record's (role, row text); an error names the record's line (or index)."""
+    fmt, parsed, data, spans = hf.format, hf.parsed, hf.data, hf.spans
+    for index in range(records):
+        try:
+            if parsed is not None:
+                record = parsed[index]
+            else:
+                record = _loads(data[spans[2 * index] : spans[2 * index + 1]], None)
+            yield row_text(fmt, record)
+        except FormatError as error:
+            line = hf.line_of(index)
+            raise FormatError(
+                error.problem, line=line, record=None if line else index, field=error.field
+            ) from None
+
+
+def hf_error(hf: HistoryFile, row: int, field: str, problem: str) -> FormatError:
+    index = row - hf.system_rows
+    return FormatError(problem, line=hf.line_of(index), record=index, field=field)
+
+
+def breadcrumb_record(fmt: Format) -> dict[str, Any]:
+    """The breadcrumb (SEEN-1) as a record of the format: a user message."""
+    record: dict[str, Any] = {"role": "user", "content": BREADCRUMB}
+    return {"kind": "chat", **record} if fmt == "histtrim" else record

@@ -1,0 +1,177 @@
+"""Whole-turn trimming of LangChain message lists, returning LangChain messages.
+
+`trim_messages` takes the arguments of LangChain's `trim_messages` that mean the same here
+(`max_tokens`, `token_counter`, `include_system`, `strategy="last"`), so switching is a
+change of import. Unlike LangChain's, it keeps or drops whole turns: an `AIMessage`'s tool
+calls and their `ToolMessage`s go together (TURN-4, PAIR-1), and the newest turn always stays,
+even over `max_tokens` (KEEP-3, CAP-1). langchain-core is an optional extra
+(`pip install histtrim[langchain]`), imported only when this module is used."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..estimate import message_costs
+from ..messages import BREADCRUMB, ChatMessage, ToolCall
+from ..trim import first_turn_within
+from ..turns import TurnIndex, index_turns
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
+
+TokenCounter = Callable[..., int] | Any
+"""A LangChain token counter: a callable on a list of messages or on one message, a chat
+model (its `get_num_tokens_from_messages`), or "approximate"."""
+
+
+def _lc() -> Any:
+    try:
+        import langchain_core.messages as messages
+    except ImportError:  # pragma: no cover - the extra is installed wherever this is tested
+        raise ImportError(
+            "histtrim.adapters.langchain needs langchain-core: pip install 'histtrim[langchain]'"
+        ) from None
+    return messages
+
+
+def trim_messages(
+    messages: Sequence[BaseMessage],
+    *,
+    max_tokens: int,
+    token_counter: TokenCounter | None = None,
+    include_system: bool = True,
+    strategy: str = "last",
+    allow_partial: bool = False,
+    start_on: Any = None,
+    end_on: Any = None,
+    breadcrumb: bool = False,
+) -> list[BaseMessage]:
+    """The newest whole turns that fit `max_tokens`, as the input's own message objects.
+
+    `token_counter` prices each message once (default: histtrim's estimate, EST-1..4, images
+    included); `include_system` keeps the leading `SystemMessage`s (TURN-5; unlike
+    LangChain's, it defaults to True). Turns always start on a `HumanMessage` and the newest
+    turn is kept whole, so `start_on`/`end_on` are accepted for drop-in use and have nothing
+    left to fix. With `breadcrumb=True` a `HumanMessage` with the breadcrumb text goes after
+    the system messages when turns were dropped (SEEN-1), counted toward `max_tokens`."""
+    if strategy != "last":
+        raise ValueError("strategy: histtrim keeps the newest whole turns; only 'last' applies")
+    if allow_partial:
+        raise ValueError("allow_partial: histtrim never splits a message or a turn")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        raise ValueError(f"max_tokens: expected a non-negative integer, got {max_tokens!r}")
+    del start_on, end_on  # satisfied by construction: see the docstring
+    items = list(messages)
+    rows = from_langchain(items)
+    count = _counter(token_counter)
+    costs = message_costs(rows) if count is None else [count(m) for m in items]
+    index = index_turns(rows)
+    if sum(costs) <= max_tokens or index.turn_count <= 1:
+        return items
+    # Kept whatever happens: the leading system messages (include_system) and the crumb.
+    prefix = index.prefix_len if include_system else 0
+    crumb: list[BaseMessage] = []
+    if breadcrumb:
+        crumb = [_lc().HumanMessage(content=BREADCRUMB)]
+        crumb_row = ChatMessage.user(BREADCRUMB)
+        price = message_costs([crumb_row])[0] if count is None else count(crumb[0])
+        costs = [*costs[:prefix], price, *costs[prefix:]]
+    shift = len(crumb)
+    view = TurnIndex(
+        len(costs), prefix, prefix if crumb else None, tuple(s + shift for s in index.starts), []
+    )
+    first, _ = first_turn_within(view, costs, max_tokens)  # >= 1: the whole list is over
+    return [*items[:prefix], *crumb, *items[index.starts[first] :]]
+
+
+def from_langchain(messages: Sequence[BaseMessage]) -> list[ChatMessage]:
+    """The provider-facing row of each message: system, human and AI text (image blocks as
+    `[IMAGE:...]` markers, priced as images, EST-2), tool calls as the native envelope and a
+    `ToolMessage` as the tool-result envelope. The role comes from the message type, never
+    from its text."""
+    lc = _lc()
+    rows: list[ChatMessage] = []
+    for i, message in enumerate(messages):
+        try:
+            rows.append(_row(lc, message))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"messages[{i}]: {error}") from None
+    return rows
+
+
+def _row(lc: Any, message: Any) -> ChatMessage:
+    if isinstance(message, lc.SystemMessage):
+        return ChatMessage.system(_text(message.content, images=False))
+    if isinstance(message, lc.HumanMessage):
+        return ChatMessage.user(_text(message.content, images=True))
+    if isinstance(message, lc.AIMessage):
+        text = _text(message.content, images=False)
+        if not message.tool_calls:
+            if text.startswith("{"):  # would read as a tool-call envelope: price it as a string
+                return ChatMessage.assistant(json.dumps(text, ensure_ascii=False))
+            return ChatMessage.assistant(text)
+        calls = [ToolCall(id=c["id"] or "?", name=c["name"], arguments=c["args"])
+                 for c in message.tool_calls]
+        return ChatMessage.assistant_tool_calls(text or None, calls)
+    if isinstance(message, lc.ToolMessage):
+        return ChatMessage.tool_result(message.tool_call_id, _text(message.content, images=False))
+    raise TypeError(
+        f"expected a SystemMessage, HumanMessage, AIMessage or ToolMessage, got "
+        f"{type(message).__name__}"
+    )
+
+
+def _text(content: Any, *, images: bool) -> str:
+    """A message's text; in a human message, image blocks become `[IMAGE:url]` markers."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
+    pieces: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            pieces.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            pieces.append(str(block.get("text", "")))
+        elif images and isinstance(block, dict) and _image_url(block) is not None:
+            pieces.append(f"[IMAGE:{_image_url(block)}]")
+        else:
+            pieces.append(json.dumps(block, ensure_ascii=False, default=str))
+    return "".join(pieces)
+
+
+def _image_url(block: dict[str, Any]) -> str | None:
+    if block.get("type") == "image_url":
+        image = block.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        return url if isinstance(url, str) else None
+    if block.get("type") == "image":
+        if isinstance(block.get("url"), str):
+            return str(block["url"])
+        if isinstance(block.get("base64"), str):
+            return f"data:{block.get('mime_type', 'image/png')};base64,{block['base64']}"
+    return None
+
+
+def _counter(token_counter: TokenCounter | None) -> Callable[[Any], int] | None:
+    """One message's count, whatever shape of counter LangChain users pass."""
+    if token_counter is None:
+        return None
+    if token_counter == "approximate":
+        from langchain_core.messages.utils import count_tokens_approximately
+
+        return lambda message: int(count_tokens_approximately([message]))
+    model_count = getattr(token_counter, "get_num_tokens_from_messages", None)
+    if model_count is not None:
+        return lambda message: int(model_count([message]))
+    if not callable(token_counter):
+        raise ValueError("token_counter: expected a callable, a chat model or 'approximate'")
+    parameters = list(inspect.signature(token_counter).parameters.values())
+    annotation = parameters[0].annotation if parameters else None
+    lc = _lc()
+    if annotation is lc.BaseMessage or annotation == "BaseMessage":
+        return lambda message: int(token_counter(message))
+    return lambda message: int(token_counter([message]))

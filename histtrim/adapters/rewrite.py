@@ -1,0 +1,218 @@
+"""Whole-turn trims of a `HistoryFile` on its columns, and the file written back in its own
+format and layout (JSON Lines as the input's own bytes).
+
+The cut is the library's: the turn limit keeps the newest `max(max_turns, 1)` turns, the
+budget the longest suffix of whole turns that fits with the system prefix and the
+breadcrumb (`first_turn_within`), the newest turn always kept (KEEP-1..3, CAP-1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
+from typing import Any
+
+from ..display import TurnStats
+from ..events import HistoryTrimmed, TrimReason
+from ..messages import BREADCRUMB, row_facts
+from ..trim import first_turn_within
+from ..turns import TurnIndex
+from ..validation import non_negative
+from .formats import HistoryFile, breadcrumb_record
+
+_BOM = b"\xef\xbb\xbf"
+_CRUMB_TOKENS = row_facts("user", BREADCRUMB).plain_tokens
+
+
+@dataclass(frozen=True)
+class FileTrim:
+    """What `trim_history` keeps: the system prefix, the breadcrumb and rows `cut..`."""
+
+    cut: int
+    """First kept body row; `body_start` when nothing was dropped."""
+    body_start: int
+    crumb_inserted: bool
+    crumb_present: bool
+    """The breadcrumb flag for the output (pass it to the next trim)."""
+    events: list[HistoryTrimmed] = field(default_factory=list)
+    turns_before: int = 0
+    turns_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+    @property
+    def trimmed(self) -> bool:
+        return bool(self.events)
+
+
+def check_crumb(hf: HistoryFile, crumb_present: bool) -> None:
+    """The breadcrumb flag must name the user row right after the leading system rows."""
+    slot = hf.prefix_len
+    if crumb_present and not (
+        slot < len(hf)
+        and (row := hf.row(slot)).role == "user"
+        and row.content == BREADCRUMB
+    ):
+        raise ValueError(
+            f"crumb_present=True but row {slot} (after the system prefix) is not the breadcrumb"
+        )
+
+
+def turn_index(hf: HistoryFile, crumb_present: bool = False) -> TurnIndex:
+    """The file's turn index (TURN-2..5), from its columns (no rows are made)."""
+    check_crumb(hf, crumb_present)
+    starts = hf.starts()
+    crumb = hf.prefix_len if crumb_present else None
+    if crumb is not None:
+        starts = starts[1:]  # the crumb slot is the first user row; it opens no turn
+    return TurnIndex(len(hf), hf.prefix_len, crumb, tuple(starts), [])
+
+
+def trim_history(
+    hf: HistoryFile,
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    crumb_present: bool = False,
+    breadcrumb: bool = True,
+) -> FileTrim:
+    """The turn limit, then the token budget (the runtime's order), each as `trim_records`
+    applies it to the rows: every drop inserts the breadcrumb once (SEEN-1), counted toward
+    the budget, and reports a `HistoryTrimmed` event (SEEN-2)."""
+    index = turn_index(hf, crumb_present)
+    view = _View(hf, index, crumb_present)
+    turns, before = index.turn_count, view.tokens()
+    events: list[HistoryTrimmed] = []
+
+    def drop_to(first: int, reason: TrimReason, budget: int, was: int) -> None:
+        dropped = index.turn_start(first) - index.turn_start(view.first)
+        view.first, view.crumb = first, view.crumb or breadcrumb
+        events.append(
+            HistoryTrimmed(
+                reason=reason,
+                dropped_messages=dropped,
+                kept_turns=turns - first,
+                tokens_before=was,
+                tokens_after=view.tokens(),
+                budget=budget,
+            )
+        )
+
+    if max_turns is not None:
+        drop = turns - max(non_negative("max_turns", max_turns), 1)
+        if drop > 0:
+            drop_to(drop, TrimReason.TURN_LIMIT, budget_tokens or 0, view.tokens())
+    if budget_tokens is not None:
+        budget = non_negative("budget_tokens", budget_tokens)
+        now = view.tokens()
+        if budget and now > budget and turns - view.first > 1:
+            view.crumb = view.crumb or breadcrumb  # it is sent too: it counts (KEEP-1, CAP-1)
+            found, _ = first_turn_within(view.index(), view.costs(), budget)
+            drop_to(view.first + found, TrimReason.TOKEN_BUDGET, budget, now)
+    return FileTrim(
+        cut=index.turn_start(view.first),
+        body_start=index.body_start,
+        crumb_inserted=view.crumb and not crumb_present,
+        crumb_present=view.crumb,
+        events=events,
+        turns_before=turns,
+        turns_after=turns - view.first,
+        tokens_before=before,
+        tokens_after=view.tokens(),
+    )
+
+
+class _View:
+    """The rows a trim keeps so far: the system prefix, the breadcrumb (the input's or one
+    to insert) and the turns from `first` on."""
+
+    def __init__(self, hf: HistoryFile, index: TurnIndex, crumb_present: bool) -> None:
+        self.hf, self.full, self.present = hf, index, crumb_present
+        self.first, self.crumb = 0, crumb_present
+        self.sums = list(accumulate(hf.costs, initial=0))
+
+    def _inserted(self) -> int:
+        return int(self.crumb and not self.present)
+
+    def tokens(self) -> int:
+        cut = self.full.turn_start(self.first)
+        crumb = _CRUMB_TOKENS * self._inserted()
+        return self.sums[self.full.body_start] + crumb + self.sums[-1] - self.sums[cut]
+
+    def costs(self) -> list[int]:
+        cut, body = self.full.turn_start(self.first), self.full.body_start
+        return [*self.hf.costs[:body], *[_CRUMB_TOKENS] * self._inserted(), *self.hf.costs[cut:]]
+
+    def index(self) -> TurnIndex:
+        """The turn index of the kept rows (turn k here is turn `first + k` of the file)."""
+        cut, body = self.full.turn_start(self.first), self.full.body_start
+        shift = body + self._inserted() - cut
+        starts = tuple(map(add, self.full.starts[self.first :], repeat(shift)))
+        crumb = self.full.prefix_len if self.crumb else None
+        length = body + self._inserted() + self.full.length - cut
+        return TurnIndex(length, self.full.prefix_len, crumb, starts, [])
+
+
+def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
+    """The file in its own format and layout, with only the rows `trim` keeps (and its
+    breadcrumb). Untrimmed, it is the input's bytes; JSON Lines keep each kept line's bytes."""
+    bom = _BOM if hf.bom else b""
+    if trim is None or not trim.trimmed:
+        return bom + hf.data
+    rec = hf.system_rows
+    crumb = breadcrumb_record(hf.format) if trim.crumb_inserted else None
+    head = range(trim.body_start - rec)
+    tail = range(trim.cut - rec, hf.records)
+    if hf.layout == "jsonl":
+        return bom + _jsonl(hf, head, crumb, tail)
+    records: list[Any] = [hf.record(i) for i in head]
+    if crumb is not None:
+        records.append(crumb)
+    records.extend(hf.record(i) for i in tail)
+    document: Any = records
+    if hf.body is not None:
+        document = {**hf.body, "messages": records}
+    try:
+        out = json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
+        out = json.dumps(document, indent=2).encode("ascii")
+    return bom + out + b"\n"
+
+
+def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
+    data, spans = hf.data, hf.spans
+    parts: list[bytes] = []
+    if head:
+        parts.append(data[: spans[2 * head[-1] + 1]] + b"\n")
+    if crumb is not None:
+        parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + b"\n")
+    if tail:
+        end = data[spans[2 * tail[-1] + 1] :]
+        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or b"\n"))
+    return b"".join(parts)
+
+
+def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
+    """Per turn: messages, tokens, images and the cumulative size from the newest turn (turn
+    0 is the system prefix and the breadcrumb), as `display.turn_stats` computes them."""
+    index = turn_index(hf, crumb_present)
+    turns = index.turn_count
+    bounds = [0, *(index.turn_start(k) for k in range(turns)), len(hf)]
+    if turns == 0:
+        bounds = [0, len(hf)]
+    sums = list(accumulate(hf.costs, initial=0))
+    stats: list[TurnStats] = []
+    cumulative = sums[index.body_start] if turns else sums[-1]
+    rows: list[TurnStats] = []
+    for t in range(turns, -1, -1):
+        lo, hi = (bounds[t], bounds[t + 1]) if t > 0 else (0, index.body_start)
+        if t == 0 and turns == 0:
+            hi = len(hf)
+        tokens = sums[hi] - sums[lo]
+        if t > 0:
+            cumulative += tokens
+        images = sum(hf.images.get(i, 0) for i in range(lo, hi)) if hf.images else 0
+        rows.append(TurnStats(t, lo, hi - lo, tokens, images, cumulative))
+    stats.extend(reversed(rows))
+    return stats
