@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from .. import runtime, trim
+from .. import legacy, runtime, trim
 from ..estimate import message_costs
 from ..messages import ChatMessage, chat_rows, conversation_rows
 from ..runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
@@ -109,7 +109,7 @@ BROKEN: dict[str, Broken] = {
         lambda: [
             (trim, "trim_to_recent_turn_count", _message_count),
             (trim, "trim_conversation_to_recent_turns", _message_count),
-            (runtime, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
+            (legacy, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
             (Agent, "_apply_turn_limit", _message_limit),
         ],
     ),
