@@ -26,9 +26,9 @@ from .turns import TurnIndex, index_turns
 IMAGE_TOKENS = SPEC.image_tokens
 
 
-def _cached_prices(policy: Policy) -> bool:
+def _cached_prices(prices: Policy) -> bool:
     """Whether the row facts' cached plain price (EST-1 with the spec's constants) holds."""
-    return policy.bytes_per_token == BYTES_PER_TOKEN and policy.frame_tokens == FRAME_TOKENS
+    return prices.bytes_per_token == BYTES_PER_TOKEN and prices.frame_tokens == FRAME_TOKENS
 
 
 def utf8_len(text: str) -> int:

@@ -114,6 +114,8 @@ class Agent:
         self._lock = threading.RLock()
         self._turning = False
         self.provider = provider
+        if not isinstance(runtime, ResolvedRuntime):
+            raise TypeError(f"runtime: expected a ResolvedRuntime, got {type(runtime).__name__}")
         self.policy = runtime.policy if policy is None else policy
         """The constants of every estimate and limit (the spec's; fixed for the agent's life)."""
         if runtime.policy != self.policy:

@@ -270,9 +270,9 @@ def test_item_4_a_shared_ledger_survives_six_threads_trimming(
     unlocked ledger interleaves its updates on every run, not only on unlucky ones."""
     real = histtrim.ledger.message_cost
 
-    def slow_price(row: ChatMessage, *, current_turn: bool) -> int:
+    def slow_price(row: ChatMessage, *, current_turn: bool, **options: Any) -> int:
         time.sleep(0.0001)
-        return real(row, current_turn=current_turn)
+        return real(row, current_turn=current_turn, **options)
 
     monkeypatch.setattr(histtrim.ledger, "message_cost", slow_price)
     ledger = TokenLedger([ChatMessage.system("sys")])

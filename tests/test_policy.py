@@ -218,10 +218,11 @@ def test_default_turn_limit_limit_2() -> None:
 
 
 def test_tool_result_cap_and_split_pair_3() -> None:
-    text = "a" * 10 + "b" * 10
-    assert cap_tool_result(text, 10, policy=Policy(tool_result_head="1/2")).startswith("aaaaa\n")
-    assert cap_tool_result(text, 12).startswith("a" * 8 + "\n")  # 2/3 of 12
-    assert cap_tool_result(text, policy=Policy(max_tool_result_chars=6)).endswith("\nbb")
+    text = "a" * 100 + "b" * 100  # long enough that the marker shortens it (see PAIR-3)
+    half = cap_tool_result(text, 80, policy=Policy(tool_result_head="1/2"))
+    assert half.startswith("a" * 40 + "\n")
+    assert cap_tool_result(text, 81).startswith("a" * 54 + "\n")  # 2/3 of 81
+    assert cap_tool_result(text, policy=Policy(max_tool_result_chars=60)).endswith("\n" + "b" * 20)
 
     def dump() -> str:
         """Prints a long log."""

@@ -245,7 +245,7 @@ def _priced(
     )
     opens, costs, images = hf.opens, hf.costs, hf.images
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
-    prefix, opened = True, False
+    prefix = True
     records = len(parsed) if parsed is not None else len(spans) // 2
     texts = _row_texts(hf, records)
     if system_rows:
@@ -261,7 +261,6 @@ def _priced(
         opens.append(facts.opens_turn)
         if facts.opens_turn:
             pending.clear()
-            opened = True
         cost = facts.plain_tokens
         if facts.image_markers:
             row = ChatMessage(role="user", content=text)
@@ -272,7 +271,8 @@ def _priced(
         costs.append(cost)
     if prefix:
         hf.prefix_len = len(costs)
-    for i, row in pending.items() if opened else ():  # after the newest real user row
+    # After the newest real user row; with none, every tool result is current (EST-2).
+    for i, row in pending.items():
         costs[i] = message_cost(row, current_turn=True)
         images[i] = dispatched_images(row, current_turn=True)
     return hf

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from ..counting import counter_name
 from ..display import TurnStats, turn_stats
+from ..estimate import FRAME_TOKENS, IMAGE_TOKENS
 from .errors import EXIT_OK
 from .output import emit
 from .sessions import crumb_error, read_session
@@ -58,7 +59,7 @@ def format_turn_table(
     if counted is not None:
         text.append(
             f"tokens: the spec's estimate (EST-1, bytes / 4); {counted[0]}: the text counted by "
-            "that vocabulary; both add 4 per message and 1600 per image"
+            f"that vocabulary; both add {FRAME_TOKENS} per message and {IMAGE_TOKENS} per image"
         )
     text.append(
         "cumulative: the tokens kept if the trim keeps that turn and every newer one "

@@ -13,6 +13,7 @@ from typing import Any
 from .. import legacy, runtime, trim
 from ..estimate import message_costs
 from ..messages import ChatMessage, chat_rows, conversation_rows
+from ..policy import SPEC
 from ..runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
 from ..trim import TrimResult, TurnCountTrimResult
 from ..turns import index_turns
@@ -48,12 +49,14 @@ def _message_limit(self: Agent) -> None:
 _APPLY_TURN_LIMIT = Agent._apply_turn_limit
 
 
-def _strict_trim(history: Any, budget_tokens: int, *, crumb_present: bool = False) -> TrimResult:
+def _strict_trim(
+    history: Any, budget_tokens: int, *, crumb_present: bool = False, **options: Any
+) -> TrimResult:
     """The token trim, written from the public pieces, with `<` where the rule says `<=`
     when it looks for the oldest turn to keep."""
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    costs = message_costs(rows, index)
+    costs = message_costs(rows, index, policy=options.get("policy", SPEC))
     total = sum(costs)
     if budget_tokens == 0 or total <= budget_tokens or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget_tokens)

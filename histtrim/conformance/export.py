@@ -7,7 +7,6 @@ import hashlib
 import sys
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from .record import RecordedCall, record_notebooks
 from .reference import FUNCTION_RULES, evaluate
 from .schema import FORMAT, VECTOR_FILE_SCHEMA
 from .tags import narrow
+from .vectorset import VectorSet
 
 INTEGER_ARGUMENTS = ("budget_tokens", "max_turns")
 """A sweep over one of these (same history, same answer) keeps only its two ends."""
@@ -26,30 +26,6 @@ INTEGER_ARGUMENTS = ("budget_tokens", "max_turns")
 
 class MissingRules(Exception):
     """Some rule of RULES.md has no vector: the build fails."""
-
-
-@dataclass
-class VectorSet:
-    """The vectors by rule group, and the cases left out because the reference crashed."""
-
-    rules: list[Rule]
-    vectors: list[dict[str, Any]]
-    crashed: list[tuple[str, str, str]] = field(default_factory=list)
-    combined: list[tuple[str, str]] = field(default_factory=list)
-    """(source, function) of the cases two rules decide at once (`tags.narrow`): left out."""
-
-    def by_group(self) -> dict[str, list[dict[str, Any]]]:
-        groups: dict[str, list[dict[str, Any]]] = {r.rule_id.split("-")[0]: [] for r in self.rules}
-        for vector in self.vectors:
-            groups[vector["rules"][0].split("-")[0]].append(vector)
-        return groups
-
-    def rule_counts(self) -> dict[str, int]:
-        counts = {rule.rule_id: 0 for rule in self.rules}
-        for vector in self.vectors:
-            for rule_id in vector["rules"]:
-                counts[rule_id] += 1
-        return counts
 
 
 def recorded_case(call: RecordedCall) -> Case:

@@ -67,19 +67,19 @@ def loop_cases() -> Iterator[Case]:
         history = _past_turns(rng, rng.randint(1, 5))
         script = [{"overflow": "context window exceeded"}] * rng.randint(1, 2) + [_say("ok")]
         yield _scenario(f"generated:loop-reactive#{n}", ("RUN-2",), history,
-                        _runtime(50_000, max_context_tokens=0), script, [])
+                        _runtime(64_000, max_context_tokens=0), script, [])
     for n in range(8):
         history = _past_turns(rng, rng.randint(2, 6))
         hidden = rng.choice((300, 500, 800))
         yield _scenario(f"generated:loop-provider-window#{n}", ("PAIR-4", "RUN-2"), history,
-                        _runtime(50_000, max_context_tokens=0), [_say("ok")], [],
+                        _runtime(64_000, max_context_tokens=0), [_say("ok")], [],
                         hidden_window=hidden)
     for n in range(10):
         history = _past_turns(rng, rng.randint(1, 4))
         limit = n % 3
         rules = ("LIMIT-1", "SEEN-1", "SEEN-3") + (("LIMIT-2",) if limit == 0 else ())
         yield _scenario(f"generated:loop-turn-limit#{n}", rules, history,
-                        _runtime(50_000, max_history_messages=limit),
+                        _runtime(64_000, max_history_messages=limit),
                         [_call("c1"), _say("Checked.")], ["ok"])
     for n in range(8):
         history = _past_turns(rng, rng.randint(0, 2))
@@ -96,7 +96,7 @@ def legacy_cases() -> Iterator[Case]:
         rows = [row for row in items if "role" in row]  # the legacy path holds plain rows
         limit = rng.choice((0, 1, 2, 50))
         yield Case(f"generated:legacy#{n}", ("SEEN-4",), "legacy_run", rows, {
-            "runtime": _runtime(50_000, max_history_messages=limit), "tools": [TOOL],
+            "runtime": _runtime(64_000, max_history_messages=limit), "tools": [TOOL],
             "text": "And now?", "script": [_say("Fine.")], "hidden_window": None,
             "tool_outputs": [],
         })

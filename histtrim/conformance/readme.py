@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .export import VectorSet
+    from .vectorset import VectorSet
 
 FUNCTIONS = {
     "estimate_history_tokens": ("history", "-", "tokens"),

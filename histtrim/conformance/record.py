@@ -20,6 +20,7 @@ from histtrim import runtime as runtime_module
 from ..providers import ScriptedProvider
 from ..route import ResolvedRuntime
 from ..runtime import Agent, Tool
+from ..safety import DEFAULT_MAX_TOOL_RESULT_CHARS
 from ..specindex import RULE_ID
 from .codec import is_json_value, row_json, rows_json
 from .scenario import step_json
@@ -29,6 +30,9 @@ SKIPPED_NOTEBOOKS = {
     "09_performance.ipynb": "timings on generated histories of thousands of rows, not examples",
     "10_using_histtrim.ipynb": "drives the command line and the OpenAI adapter",
     "12_conformance.ipynb": "runs the kit itself: the calls it shows are the vectors' own",
+    "13_formats.ipynb": "drives the LangChain and Anthropic adapters (formats, not rules)",
+    "14_design_review.ipynb": "replays whole sessions under other policies: what-if runs, not "
+    "the spec's examples",
 }
 """Notebooks whose code is not run for vectors, and why; every other chapter is."""
 
@@ -127,7 +131,7 @@ CONVERTERS: dict[str, Callable[..., tuple[Any, dict[str, Any]]]] = {
     "capacity_report": _capacity,
     "check_request": _capacity,
     "sweep_orphans": _flag("crumb_present"),
-    "cap_tool_result": lambda content, max_chars=50_000: (None, {
+    "cap_tool_result": lambda content, max_chars=DEFAULT_MAX_TOOL_RESULT_CHARS: (None, {
         "content": content, "max_chars": max_chars,
     }),
 }
