@@ -36,8 +36,8 @@ def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
     After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
-    drive (`C:\`, `C:/`), or is a UNC path `\\server\share` with a non-empty server and
-    share (the `\\?\` and `\\.\` device prefixes are not loadable)."""
+    drive (``C:\``, ``C:/``), or is a UNC path ``\\server\share`` with a non-empty server and
+    share (the ``\\?\`` and ``\\.\`` device prefixes are not loadable)."""
     target = target.strip(_TARGET_SPACE)
     if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
         return True
