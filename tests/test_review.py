@@ -121,7 +121,7 @@ def test_review_table_and_differences(corpus) -> None:  # type: ignore[no-untype
     assert "half: reactive_target 2/3 -> 1/2" in text
     assert f"half vs spec: {len(half.differing_sessions)} of {len(corpus)} sessions differ" in text
     table = per_session_table(review, ["reactive_retries"])
-    assert len(table.splitlines()) == len(corpus) + 1
+    assert len(table.splitlines()) == len(corpus) + 2  # header and rule
     assert per_session(review, "reactive_retries")["spec"] == [
         r.reactive_retries for r in review.by_policy("spec")
     ]

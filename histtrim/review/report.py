@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..plotting.tables import Table, text_table
 from .compare import Review, format_review
 from .replay import ReplaySettings
 
@@ -44,21 +45,16 @@ def per_session(review: Review, metric: str) -> dict[str, list[int]]:
     }
 
 
-def per_session_table(review: Review, metrics: Sequence[str]) -> str:
+def per_session_table(review: Review, metrics: Sequence[str]) -> Table:
     """The numbers behind `per_session_figure`: one row per session, one column per
-    (metric, policy)."""
+    (metric, policy); an HTML table in Jupyter (`print_block`), aligned text elsewhere."""
     sessions = [r.session for r in review.by_policy(review.labels[0])]
     columns = [
         (m, label, per_session(review, m)[label]) for m in metrics for label in review.labels
     ]
     headers = ["session", *(f"{METRICS[m]} [{label}]" for m, label, _ in columns)]
-    rows = [
-        [name, *(str(values[i]) for _, _, values in columns)] for i, name in enumerate(sessions)
-    ]
-    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
-                       enumerate(zip(row, widths, strict=True))) for row in [headers, *rows]]
-    return "\n".join(lines)
+    rows = [[name, *(values[i] for _, _, values in columns)] for i, name in enumerate(sessions)]
+    return text_table(headers, rows)
 
 
 def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
