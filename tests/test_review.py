@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +15,7 @@ from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.display import turn_stats
 from histtrim.policy import SPEC, Policy
 from histtrim.review.compare import format_review, run_review
-from histtrim.review.replay import ReplaySettings, replay_session, session_from_items
+from histtrim.review.replay import ReplaySettings, replay, replay_session, session_from_items
 from histtrim.review.report import per_session, per_session_table, report_html
 from histtrim.review.synth import KINDS, generate
 
@@ -231,3 +232,34 @@ def test_progress_bar_on_long_runs(capsys: pytest.CaptureFixture[str]) -> None:
     run_review(sessions, [("spec", SPEC)], _settings(), workers=1, progress=True, batch_size=1)
     err = capsys.readouterr().err
     assert "review" in err and "3/3" in err
+
+
+@pytest.fixture
+def words_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in for the extra's vocabulary (one token per word), so `--tokenizer` is tested
+    without histtrim[tokenizers] installed."""
+    import histtrim.tokenizers
+
+    fake = SimpleNamespace(count=lambda text: len(text.split()))
+    monkeypatch.setattr(histtrim.tokenizers, "_backend", lambda name: fake)
+
+
+def test_review_counts_with_the_tokenizer_it_is_given(
+    words_vocabulary: None, corpus, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
+) -> None:
+    """`--tokenizer`: the agent prices rows with the counter (issue 13), and says so in its
+    events; without it the spec's estimate is used."""
+    session = corpus[0]
+    counted = _settings().model_copy(update={"tokenizer": "o200k_base"})
+    agent, replayed = replay(session, SPEC, counted)
+    plain_agent, plain = replay(session, SPEC, _settings())
+    assert agent.token_counter is not None and agent.token_counter.name == "o200k_base"
+    assert plain_agent.token_counter is None
+    assert {e.counter for e in agent.events} <= {"o200k_base"}
+    assert all(e.counter is None for e in plain_agent.events)
+    assert replayed != plain  # one word per token prices the rows differently from bytes / 4
+    with pytest.raises(ValueError, match="tokenizer"):
+        ReplaySettings(tokenizer="gpt2")  # type: ignore[arg-type]
+    code = main(["review", str(SESSIONS), "--tokenizer", "o200k_base", "--workers", "1"])
+    assert code == 0
+    assert "reactive retries" in capsys.readouterr().out

@@ -19,6 +19,7 @@ from ..review.replay import ReplaySettings, ReviewSession, session_from_items
 from ..route import select_route
 from .errors import EXIT_OK, InputError
 from .sessions import read_session
+from .tokenizer import add_tokenizer_arg, token_counter
 
 SESSION_SUFFIXES = (".json", ".jsonl")
 DEFAULT_WINDOW = 16_000
@@ -107,6 +108,8 @@ def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
 def settings_from(args: argparse.Namespace) -> ReplaySettings:
     """The route to replay on: `--budget` on a declared `--window`, or a configured agent."""
     true_policy = load_policy(args.true_policy) if args.true_policy else SPEC
+    token_counter(args)  # a missing extra is a one-line error before any replay
+    tokenizer = getattr(args, "tokenizer", None)
     if args.config is not None:
         try:
             config = AgentConfig.load(args.config)
@@ -121,6 +124,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
             selected_model=runtime.model,
             true_window=_true_window(args, window),
             true_policy=true_policy,
+            tokenizer=tokenizer,
         )
     profile = RuntimeProfile(
         max_context_tokens=args.budget, max_tool_iterations=args.max_tool_iterations
@@ -130,6 +134,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         provider=ProviderProfile(model="replay-model", context_window=args.window),
         true_window=_true_window(args, args.window),
         true_policy=true_policy,
+        tokenizer=tokenizer,
     )
 
 
@@ -204,6 +209,7 @@ def add_review_command(commands: Any) -> None:
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
     review.add_argument("--max-tool-iterations", type=_positive, default=10)
     review.add_argument("--html", help="write a self-contained HTML report here")
+    add_tokenizer_arg(review)
     review.add_argument(
         "--workers", type=_positive, help=f"processes (default: every core, {os.cpu_count()})"
     )

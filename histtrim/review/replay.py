@@ -9,6 +9,7 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +28,7 @@ from ..policy import SPEC, Policy
 from ..providers import ContextOverflowError, ProviderReply, ScriptedProvider, ScriptExhaustedError
 from ..route import ResolvedRuntime, resolve_runtime
 from ..runtime import Agent, Tool, UnrecoverableContextOverflow
+from ..tokenizers import exact_counter
 from ..turns import index_turns, leading_system_count
 
 
@@ -92,6 +94,11 @@ class ReplaySettings(_Frozen):
         default=None, ge=1, description="The provider's real window; unset: the declared one."
     )
     true_policy: Policy = SPEC
+    tokenizer: Literal["o200k_base", "cl100k_base"] | None = Field(
+        default=None,
+        description="Count the rows' text with this vocabulary (the extra histtrim[tokenizers]) "
+        "instead of EST-1's bytes; unset: the spec's estimate.",
+    )
 
     def runtime(self, policy: Policy) -> ResolvedRuntime:
         return resolve_runtime(self.profile, self.provider, self.selected_model, policy=policy)
@@ -240,9 +247,11 @@ def replay(
     outputs: deque[str] = deque()
     tools = [Tool(_Recorded(outputs), name) for name in session.tools]
     observed: list[ObservedTrim] = []
+    counter = None if settings.tokenizer is None else exact_counter(settings.tokenizer)
     agent = Agent(
         ScriptedProvider(),
         settings.runtime(policy),
+        token_counter=counter,
         bus=EventBus(observers=[observed.append]),
         system_prompt=session.system_prompt,
         tools=tools,
