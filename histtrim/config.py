@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from .files import read_document
 from .policy import SPEC, Policy
 
 FALLBACK_CONTEXT_TOKENS = SPEC.fallback_context_tokens
@@ -168,9 +169,5 @@ class AgentConfig(_Config):
     @classmethod
     def load(cls, path: str | Path) -> AgentConfig:
         """Load a `.toml` or `.json` file, chosen by its suffix."""
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix not in (".toml", ".json"):
-            raise ValueError(f"path: expected a .toml or .json file, got {path.name!r}")
-        text = path.read_text(encoding="utf-8-sig")  # a byte order mark is not content
-        return cls.loads(text, format="toml" if suffix == ".toml" else "json")
+        text, fmt = read_document(path)
+        return cls.loads(text, format=fmt)

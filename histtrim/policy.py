@@ -19,6 +19,8 @@ from pydantic import (
     field_validator,
 )
 
+from .files import read_document
+
 
 def _fraction(value: Any) -> Fraction:
     """A fraction from text ("2/3", "1/2") or a Fraction; floats are rejected because
@@ -125,12 +127,9 @@ class Policy(BaseModel):
     @classmethod
     def load(cls, path: str | Path) -> Policy:
         """Load a `.toml` or `.json` file, chosen by its suffix."""
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix not in (".toml", ".json"):
-            raise ValueError(f"path: expected a .toml or .json file, got {path.name!r}")
-        text = path.read_text(encoding="utf-8")
-        return cls.loads(text, format="toml" if suffix == ".toml" else "json")
+        text, fmt = read_document(path)
+        return cls.loads(text, format=fmt)
+
 
 
 SPEC = Policy()

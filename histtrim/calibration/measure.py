@@ -11,8 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from ..counting import TokenCounter, counted_costs
 from ..estimate import FRAME_TOKENS, estimate_history_tokens, estimate_image_tokens, utf8_len
 from ..estimate import text_tokens as estimate_text
+from ..files import write_atomically
 from .corpus import CLASSES, samples, sessions
 
 TOKENIZERS = ("o200k_base", "cl100k_base")
@@ -98,17 +97,7 @@ def measure_sessions(counters: Mapping[str, TokenCounter], root: Path | str) -> 
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file, fsync'ed, then renamed over it."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_atomically(path, text.encode("utf-8"))
 
 
 def messages_csv(records: Iterable[MessageCount]) -> str:

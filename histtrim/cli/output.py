@@ -5,13 +5,10 @@ removed. None or `-` is stdout."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import stat
 import sys
-import tempfile
 from pathlib import Path
 
+from ..files import write_atomically
 from .errors import InputError
 from .jsontext import STDIN
 
@@ -31,24 +28,3 @@ def emit(output: str | None, data: bytes) -> None:
         write_atomically(Path(output), data)
     except OSError as error:
         raise InputError(output, f"cannot write: {error.strerror or error}") from None
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step: readers see the old file or the new one."""
-    target = path.resolve() if path.is_symlink() else path
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(target.stat().st_mode)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..files import write_atomically
 from ..messages import AssistantToolCalls, ChatMessage, ToolResults
 
 JsonObject = dict[str, Any]
@@ -94,14 +93,4 @@ def history_list(history: Any) -> Sequence[Any]:
 
 def atomic_write(path: Path, text: str) -> None:
     """Write a whole file or nothing: a temp file beside it, fsync, then replace."""
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text.encode("utf-8"))

@@ -7,12 +7,11 @@ from __future__ import annotations
 import base64
 import html
 import io
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..files import write_atomically
 from ..plotting.tables import Table, text_table
 from .compare import Review, format_review
 from .replay import ReplaySettings
@@ -144,13 +143,4 @@ def write_report(path: str | Path, review: Review, settings: ReplaySettings) -> 
     """Write the HTML report atomically (temp file, fsync, rename)."""
     target = Path(path)
     text = report_html(review, settings)
-    handle, temp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_atomically(target, text.encode("utf-8"))
