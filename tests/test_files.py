@@ -50,5 +50,5 @@ def test_config_documents_accept_a_byte_order_mark_and_name_a_bad_suffix(tmp_pat
     policy.write_bytes(b"\xef\xbb\xbfreactive_target = \"1/2\"\n")
     assert Policy.load(policy) == Policy(reactive_target="1/2")
     assert read_document(policy) == ('reactive_target = "1/2"\n', "toml")
-    with pytest.raises(ValueError, match="path: expected a .toml or .json file"):
+    with pytest.raises(ValueError, match=r"path: expected a \.toml or \.json file"):
         read_document(tmp_path / "policy.yaml")
