@@ -50,9 +50,10 @@ def turn_table_lines(
         for c, cell in enumerate(row):
             # non-negative numbers: the widest is the largest
             widths[c] = max(widths[c], len(cell) if isinstance(cell, str) else len(str(cell)))
-    yield "  ".join(cell.rjust(width) for cell, width in zip(header, widths, strict=True))
+    template = "  ".join(f"%{width}s" for width in widths)
+    yield template % header
     for row in rows():
-        yield "  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True))
+        yield template % row
     turns = stats[-1].turn if stats else 0
     total = stats[0].cumulative if stats else 0
     messages = sum(s.messages for s in stats)

@@ -14,25 +14,32 @@ from .errors import InputError
 from .jsontext import BOM
 from .positions import array_offsets, line_numbers, messages_offset, skip_space
 
-_STRICT_ONLY = re.compile(rb"NaN|Infinity|[0-9][eE][+-]?[0-9]{3}")
-"""Constants `read_session` refuses, and numbers past a double's range it keeps as written:
-the fast parser would read them as floats."""
+_CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
+"""NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""
+_HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
+"""A number maybe past a double's range: `read_session` writes it back as written, the fast
+reader would write a re-serialized array or body with `Infinity`."""
 
 
 def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | None:
     """The file on the fast reader, or None when `read_session` must read it (structured
     items, and anything the fast reader refuses: `read_session` names the problem). An
     Anthropic file, which only the fast reader knows, reports its own errors here."""
-    if _STRICT_ONLY.search(data):
+    # byte searches first: the regular expressions run only when a constant is named
+    if (b"NaN" in data or b"Infinity" in data) and _CONSTANT.search(data):
         return None
     try:
-        return read_history(data, format)
+        hf = read_history(data, format)
     except FormatError as error:
         if (format or _sniff(data)) != "anthropic":
             return None
         raise InputError(
             source, error.problem, line=_line(data, error), field=error.field
         ) from None
+    # JSON Lines keep their own bytes; arrays and bodies are written again
+    if hf.layout != "jsonl" and _HUGE_EXPONENT.search(data):
+        return None
+    return hf
 
 
 def _sniff(data: bytes) -> Format | None:
