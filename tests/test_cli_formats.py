@@ -195,3 +195,35 @@ def test_tokenizer_refuses_anthropic_bodies_clearly(
     write(path, "anthropic", anthropic_turns(1))
     code, _, err = run(capsys, "estimate", path, "--tokenizer", "cl100k_base")
     assert code == 2 and "Anthropic request body" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", list(MAKERS))
+def test_nan_values_are_refused_in_every_format_and_nan_text_is_kept(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str
+) -> None:
+    """NaN as a value is not standard JSON in any format (the fast parser would read it);
+    the word NaN in a message's text is text."""
+    turns = MAKERS[fmt](3)
+    turns[2][0]["content"] = "is NaN: Infinity?"
+    path, output = tmp_path / "in", tmp_path / "out"
+    write(path, fmt, turns)
+    code, _, err = run(capsys, "trim", path, "--max-turns", 1, "-o", output)
+    assert code == 0, err
+    assert records_of(output.read_bytes(), fmt)[1][-len(turns[2]):] == turns[2]
+    text = path.read_text(encoding="utf-8").replace('"max_tokens": 512', '"max_tokens": NaN')
+    text = text.replace('"content": "be brief"}', '"content": "be brief", "x": NaN}')
+    path.write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "trim", path, "--max-turns", 1, "-o", tmp_path / "never")
+    assert code == 2 and "NaN is not standard JSON" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_anthropic_number_past_a_double_is_refused_not_written_as_infinity(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "body.json"
+    data = write(path, "anthropic", anthropic_turns(2)).decode()
+    path.write_text(data.replace('"max_tokens": 512', '"max_tokens": 1e400'), encoding="utf-8")
+    code, out, err = run(capsys, "trim", path, "--max-turns", 1)
+    assert code == 2 and "1e400" in err and err.count("\n") == 1, err
+    assert "Infinity" not in out

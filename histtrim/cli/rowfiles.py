@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from ..adapters.formats import HistoryFile, read_history, sniff_format
 from ..adapters.records import Format, FormatError
 from .errors import InputError
-from .jsontext import BOM
+from .jsontext import BOM, RawFloat, check_value, decode, loads
 from .positions import array_offsets, line_numbers, messages_offset, skip_space
 
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
@@ -25,9 +25,11 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
     """The file on the fast reader, or None when `read_session` must read it (structured
     items, and anything the fast reader refuses: `read_session` names the problem). An
     Anthropic file, which only the fast reader knows, reports its own errors here."""
-    # byte searches first: the regular expressions run only when a constant is named
+    # byte searches first: the regular expression runs only when a constant is named
     if (b"NaN" in data or b"Infinity" in data) and _CONSTANT.search(data):
-        return None
+        if (format or _sniff(data)) != "anthropic":
+            return None
+        _check_strictly(source, data)
     try:
         hf = read_history(data, format)
     except FormatError as error:
@@ -37,9 +39,46 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
             source, error.problem, line=_line(data, error), field=error.field
         ) from None
     # JSON Lines keep their own bytes; arrays and bodies are written again
-    if hf.layout != "jsonl" and _HUGE_EXPONENT.search(data):
-        return None
+    if hf.layout != "jsonl" and _HUGE_EXPONENT.search(hf.data):
+        if hf.format != "anthropic":
+            return None
+        _check_strictly(source, data)
     return hf
+
+
+def _check_strictly(source: str, data: bytes) -> None:
+    """An Anthropic file (which `read_session` does not read) parsed by the strict reader:
+    NaN, Infinity and numbers past a double's range are refused, naming line and field."""
+    text = decode(source, data)
+    start = skip_space(text, 0)
+    lines = enumerate(text.split("\n"), start=1)
+    documents = (
+        [(None, loads(source, text))]
+        if text[start : start + 1] == "[" or "\n" not in text.strip()
+        or (text[start : start + 1] == "{" and _is_whole(text))
+        else [(n, loads(source, line, line=n)) for n, line in lines if line.strip(" \t\r")]
+    )
+    for line, document in documents:
+        check_value(source, document, line=line)
+        stack = [document]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, RawFloat):
+                raise InputError(
+                    source, f"the number {item.text} is past a double's range", line=line
+                )
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+
+
+def _is_whole(text: str) -> bool:
+    try:
+        loads("", text)
+    except InputError:
+        return False
+    return True
 
 
 def _sniff(data: bytes) -> Format | None:
