@@ -45,11 +45,25 @@ def turn_table_lines(
                 yield (label, line, stat.messages, stat.tokens, other.tokens, stat.images,
                        stat.cumulative, other.cumulative)
 
-    widths = [len(name) for name in header]
-    for row in rows():
-        for c, cell in enumerate(row):
-            # non-negative numbers: the widest is the largest
-            widths[c] = max(widths[c], len(cell) if isinstance(cell, str) else len(str(cell)))
+    # the columns hold numbers >= 0: the widest cell of each is its largest number
+    shown = [k for k, stat in enumerate(stats) if stat.turn or stat.messages]
+    columns: list[list[int]] = [
+        [stats[k].turn for k in shown],
+        [lines[stats[k].first_row] if lines is not None and stats[k].messages
+         else stats[k].first_row for k in shown],
+        [stats[k].messages for k in shown],
+        [stats[k].tokens for k in shown],
+        [stats[k].images for k in shown],
+        [stats[k].cumulative for k in shown],
+    ]
+    if by_counter is not None:
+        columns.insert(4, [by_counter[k].tokens for k in shown])
+        columns.append([by_counter[k].cumulative for k in shown])
+    widths = [max([len(name), *(len(str(max(c))) for c in [column] if c)])
+              for name, column in zip(header, columns, strict=True)]
+    if shown and stats[shown[0]].turn == 0:
+        widths[0] = max(widths[0], len("prefix"))
+    del columns
     template = "  ".join(f"%{width}s" for width in widths)
     yield template % header
     for row in rows():
