@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import histtrim
+import histtrim.adapters.rewrite
 from histtrim.adapters.openai import OpenAIFormatError, from_openai
 from histtrim.cli import main
 from histtrim.config import ProviderProfile, RuntimeProfile
@@ -338,20 +339,29 @@ def test_item_16_a_single_turn_over_budget_says_so(
 def test_a_trim_indexes_the_input_once(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI builds one TurnIndex of the session's rows per request and passes it down."""
+    """The CLI builds one TurnIndex of the session's rows per request and passes it down:
+    from the rows (`turns.index_turns`, structured and `--tokenizer` requests) or from a row
+    file's columns (`adapters.rewrite.turn_index`, the fast reader)."""
     rows = session(40, pad=40)
     path = tmp_path / "s.json"
     path.write_text(json.dumps(rows), encoding="utf-8")
     sizes: list[int] = []
-    real = histtrim.turns.index_turns
+    patched = {
+        "index_turns": histtrim.turns.index_turns,
+        "turn_index": histtrim.adapters.rewrite.turn_index,
+    }
 
-    def counting(history: Any, **kwargs: Any) -> Any:
-        sizes.append(len(history))
-        return real(history, **kwargs)
+    def counting(real: Any) -> Any:
+        def count(history: Any, *args: Any, **kwargs: Any) -> Any:
+            sizes.append(len(history))
+            return real(history, *args, **kwargs)
+
+        return count
 
     for name, module in list(sys.modules.items()):
-        if name.startswith("histtrim") and getattr(module, "index_turns", None) is real:
-            monkeypatch.setattr(module, "index_turns", counting)
+        for attr, real in patched.items():
+            if name.startswith("histtrim") and getattr(module, attr, None) is real:
+                monkeypatch.setattr(module, attr, counting(real))
     code, _, err = run(
         capsys, "trim", path, "--config", CONFIG, "--agent", "codey", "--model", "gpt-4o"
     )

@@ -157,6 +157,16 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
     return _priced(chosen, "jsonl", data, spans, None, None, bom)
 
 
+def sniff_format(data: bytes) -> Format:
+    """The format `read_history` detects in `data`, without pricing a row."""
+    data = data.removeprefix(_BOM)
+    start = _NON_SPACE.search(data)
+    first = data[start.start() : start.start() + 1] if start else b""
+    if first == b"[" or (first == b"{" and _is_body(data)):
+        return detect_format(_loads(data, None))
+    return _detect_lines(data, _line_spans(data))
+
+
 def _is_body(data: bytes) -> bool:
     """An object that spans the file (a request body), not the first of JSON Lines."""
     end = data.find(b"\n")

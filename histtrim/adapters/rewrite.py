@@ -47,15 +47,13 @@ class FileTrim:
 
 
 def check_crumb(hf: HistoryFile, crumb_present: bool) -> None:
-    """The breadcrumb flag must name the user row right after the leading system rows."""
+    """The breadcrumb flag must name a user row right after the leading system rows; the
+    flag is authoritative, whatever that row's text (as `turns.crumb_slot`)."""
     slot = hf.prefix_len
-    if crumb_present and not (
-        slot < len(hf)
-        and (row := hf.row(slot)).role == "user"
-        and row.content == BREADCRUMB
-    ):
+    if crumb_present and not (slot < len(hf) and hf.row(slot).role == "user"):
         raise ValueError(
-            f"crumb_present=True but row {slot} (after the system prefix) is not the breadcrumb"
+            f"crumb_present=True but row {slot} (after the system prefix) is not a user row, "
+            "so it cannot be the breadcrumb"
         )
 
 

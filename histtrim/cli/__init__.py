@@ -65,10 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     def session_args(command: argparse.ArgumentParser) -> None:
         command.add_argument(
-            "session", help="a JSON array, a JSON object with 'messages', or JSON Lines"
+            "session",
+            help="a JSON array, a request body (an object with 'messages'), or JSON Lines",
         )
         command.add_argument(
-            "--format", choices=("openai", "histtrim"), help="skip auto-detection"
+            "--format",
+            choices=("histtrim", "openai", "anthropic"),
+            help="skip auto-detection (histtrim rows, OpenAI messages, Anthropic request body)",
         )
         command.add_argument(
             "--crumb-present",

@@ -3,48 +3,71 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 
+from ..adapters.rewrite import turn_table
 from ..counting import counter_name
 from ..display import TurnStats, turn_stats
 from ..estimate import FRAME_TOKENS, IMAGE_TOKENS
 from .errors import EXIT_OK
+from .jsontext import display_name, read_bytes
 from .output import emit
+from .rowfiles import file_crumb_error, read_rows, refuse_anthropic_tokenizer, row_lines
 from .sessions import crumb_error, read_session
 from .tokenizer import token_counter
 
 
-def format_turn_table(
+def turn_table_lines(
     stats: Sequence[TurnStats],
-    lines: Sequence[int] | None = None,
+    lines: Mapping[int, int] | Sequence[int] | None = None,
     counted: tuple[str, Sequence[TurnStats]] | None = None,
-) -> str:
-    """The per-turn table `histtrim estimate` prints; `counted` (a counter's name and its
-    stats of the same history) adds its tokens and cumulative beside the estimate's."""
-    header: tuple[str, ...] = ("turn", "line", "messages", "tokens", "images", "cumulative")
+) -> Iterator[str]:
+    """The lines of `format_turn_table`, made one at a time: the columns are sized from the
+    largest numbers first, so no cell is kept (a million-row file has 300,000+ turns)."""
     by_counter = counted[1] if counted is not None else None
+    header: tuple[str, ...] = ("turn", "line", "messages", "tokens", "images", "cumulative")
     if counted is not None:
         name = counted[0]
         header = ("turn", "line", "messages", "tokens", name, "images", "cumulative",
                   f"{name} cumulative")
-    table: list[tuple[str, ...]] = [header]
-    for k, stat in enumerate(stats):
-        if stat.turn == 0 and stat.messages == 0:
-            continue
-        line = lines[stat.first_row] if lines is not None and stat.messages else stat.first_row
-        label = "prefix" if stat.turn == 0 else str(stat.turn)
-        row: tuple[object, ...] = (label, line, stat.messages, stat.tokens, stat.images,
-                                   stat.cumulative)
-        if by_counter is not None:
-            other = by_counter[k]
-            row = (label, line, stat.messages, stat.tokens, other.tokens, stat.images,
-                   stat.cumulative, other.cumulative)
-        table.append(tuple(str(cell) for cell in row))
-    widths = [max(len(row[c]) for row in table) for c in range(len(header))]
-    text = [
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
-        for row in table
+
+    def rows() -> Iterator[tuple[object, ...]]:
+        for k, stat in enumerate(stats):
+            if stat.turn == 0 and stat.messages == 0:
+                continue
+            line = lines[stat.first_row] if lines is not None and stat.messages else stat.first_row
+            label = "prefix" if stat.turn == 0 else stat.turn
+            if by_counter is None:
+                yield (label, line, stat.messages, stat.tokens, stat.images, stat.cumulative)
+            else:
+                other = by_counter[k]
+                yield (label, line, stat.messages, stat.tokens, other.tokens, stat.images,
+                       stat.cumulative, other.cumulative)
+
+    # the columns hold numbers >= 0: the widest cell of each is its largest number
+    shown = [k for k, stat in enumerate(stats) if stat.turn or stat.messages]
+    columns: list[list[int]] = [
+        [stats[k].turn for k in shown],
+        [lines[stats[k].first_row] if lines is not None and stats[k].messages
+         else stats[k].first_row for k in shown],
+        [stats[k].messages for k in shown],
+        [stats[k].tokens for k in shown],
+        [stats[k].images for k in shown],
+        [stats[k].cumulative for k in shown],
     ]
+    if by_counter is not None:
+        columns.insert(4, [by_counter[k].tokens for k in shown])
+        columns.append([by_counter[k].cumulative for k in shown])
+    widths = [max([len(name), *(len(str(max(c))) for c in [column] if c)])
+              for name, column in zip(header, columns, strict=True)]
+    if shown and stats[shown[0]].turn == 0:
+        widths[0] = max(widths[0], len("prefix"))
+    del columns
+    template = "  ".join(f"%{width}s" for width in widths)
+    yield template % header
+    for row in rows():
+        yield template % row
     turns = stats[-1].turn if stats else 0
     total = stats[0].cumulative if stats else 0
     messages = sum(s.messages for s in stats)
@@ -52,24 +75,53 @@ def format_turn_table(
     exact = ""
     if counted is not None and counted[1]:
         exact = f" ({counted[0]}: {counted[1][0].cumulative})"
-    text.append(
+    yield (
         f"total: {turns} turns, {messages} messages, {total} tokens{exact}, "
         f"{images} image{'s' * (images != 1)}"
     )
     if counted is not None:
-        text.append(
+        yield (
             f"tokens: the spec's estimate (EST-1, bytes / 4); {counted[0]}: the text counted by "
             f"that vocabulary; both add {FRAME_TOKENS} per message and {IMAGE_TOKENS} per image"
         )
-    text.append(
+    yield (
         "cumulative: the tokens kept if the trim keeps that turn and every newer one "
         "(the system prefix included)"
     )
-    return "\n".join(text) + "\n"
+
+
+def format_turn_table(
+    stats: Sequence[TurnStats],
+    lines: Mapping[int, int] | Sequence[int] | None = None,
+    counted: tuple[str, Sequence[TurnStats]] | None = None,
+) -> str:
+    """The per-turn table `histtrim estimate` prints; `counted` (a counter's name and its
+    stats of the same history) adds its tokens and cumulative beside the estimate's."""
+    return "".join(line + "\n" for line in turn_table_lines(stats, lines, counted))
+
+
+def _print(lines: Iterator[str]) -> None:
+    """Write the table to stdout in blocks of lines, as they are made."""
+    for block in iter(lambda: list(islice(lines, 4096)), []):
+        emit(None, "".join(line + "\n" for line in block).encode("utf-8"))
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    session = read_session(args.session, args.format)
+    source, data = display_name(args.session), read_bytes(args.session)
+    hf = None
+    if args.tokenizer is None:
+        hf = read_rows(source, data, args.format)
+    else:
+        refuse_anthropic_tokenizer(source, data, args.format)
+    if hf is not None:
+        try:
+            stats = turn_table(hf, crumb_present=args.crumb_present)
+        except ValueError:
+            raise file_crumb_error(source, hf) from None
+        lines = row_lines(hf, (s.first_row for s in stats if s.messages))
+        _print(turn_table_lines(stats, lines))
+        return EXIT_OK
+    session = read_session(args.session, args.format, data)
     counter = token_counter(args)
     try:
         stats = turn_stats(session.items, crumb_present=args.crumb_present)
@@ -81,5 +133,5 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             counter_name(counter),
             turn_stats(session.items, crumb_present=args.crumb_present, token_counter=counter),
         )
-    emit(None, format_turn_table(stats, session.lines, counted).encode("utf-8"))
+    _print(turn_table_lines(stats, session.lines, counted))
     return EXIT_OK

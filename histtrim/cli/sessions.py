@@ -46,11 +46,12 @@ class Session:
 
 
 
-def read_session(path: str, format: Format | None = None) -> Session:
+def read_session(path: str, format: Format | None = None, data: bytes | None = None) -> Session:
     """Read a JSON array, a JSON object with `messages`, or JSON Lines, and validate it all:
-    records, formats and every value (nothing unwritable gets past here)."""
+    records, formats and every value (nothing unwritable gets past here). `data`: the file's
+    bytes, when already read (stdin is read once)."""
     source = display_name(path)
-    data = read_bytes(path)
+    data = read_bytes(path) if data is None else data
     text = decode(source, data)
     start = skip_space(text, 0)
     document: Any = None

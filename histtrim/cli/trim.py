@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from ..adapters.formats import HistoryFile
 from ..adapters.openai import openai_breadcrumb
+from ..adapters.rewrite import trim_history, write_history
 from ..carriers import to_chat_messages
 from ..counting import TokenCounter, counted_costs, counted_plain_cost, counter_name
 from ..estimate import estimate_history_tokens, message_costs, plain_cost
@@ -28,7 +30,9 @@ from ..trim import (
 from ..turns import TurnIndex
 from .errors import EXIT_OK, InputError
 from .explain import load_route
+from .jsontext import display_name, read_bytes
 from .output import emit
+from .rowfiles import file_crumb_error, read_rows, refuse_anthropic_tokenizer
 from .sessions import Session, index_session, read_session, render
 from .tokenizer import token_counter
 
@@ -214,17 +218,46 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
     return f"{text} ({limits.describe()})"
 
 
+def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tuple[
+    _Outcome, bytes
+]:
+    """A row file on its columns (`adapters.rewrite`): the same cut as `_trim_rows`, written
+    back in the file's own format (kept JSON Lines as their own bytes)."""
+    try:
+        result = trim_history(
+            hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb
+        )
+    except ValueError:
+        raise file_crumb_error(source, hf) from None
+    outcome = _Outcome(
+        result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
+        events=result.events,
+    )
+    return outcome, write_history(hf, result)
+
+
 def cmd_trim(args: argparse.Namespace) -> int:
-    session = read_session(args.session, args.format)
-    limits = _limits(args)
-    if session.rows is not None:
-        outcome = _trim_rows(session, session.rows, limits, args.crumb_present)
+    source, data = display_name(args.session), read_bytes(args.session)
+    hf = None
+    if args.tokenizer is None:
+        hf = read_rows(source, data, args.format)
     else:
-        outcome = _trim_structured(session, limits, args.crumb_present)
+        refuse_anthropic_tokenizer(source, data, args.format)
+    if hf is not None:
+        limits = _limits(args)
+        outcome, data = _trim_file(source, hf, limits, args.crumb_present)
+    else:
+        session = read_session(args.session, args.format, data)
+        limits = _limits(args)
+        if session.rows is not None:
+            outcome = _trim_rows(session, session.rows, limits, args.crumb_present)
+        else:
+            outcome = _trim_structured(session, limits, args.crumb_present)
+        if outcome.records is not None:
+            data = render(session, outcome.records)
     # Everything is validated and serialized before the first byte is written.
-    data = session.data if outcome.records is None else render(session, outcome.records)
     emit(args.output, data)
     for event in outcome.events:
         print(event.to_json(), file=sys.stderr)
-    print(summary(session.path, outcome, limits), file=sys.stderr)
+    print(summary(source, outcome, limits), file=sys.stderr)
     return EXIT_OK

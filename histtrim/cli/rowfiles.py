@@ -1,0 +1,156 @@
+"""Row history files for `trim` and `estimate` on the fast reader (`adapters.formats`):
+histtrim rows, OpenAI messages and Anthropic request bodies, priced in one pass and written
+back in their own format. Whatever it does not cover (structured items, values only the
+strict reader refuses or keeps as written) goes to `sessions.read_session`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..adapters.formats import HistoryFile, read_history, sniff_format
+from ..adapters.records import Format, FormatError
+from .errors import InputError
+from .jsontext import BOM, RawFloat, check_value, decode, loads
+from .positions import array_offsets, line_numbers, messages_offset, skip_space
+
+_CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
+"""NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""
+_HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
+"""A number maybe past a double's range: `read_session` writes it back as written, the fast
+reader would write a re-serialized array or body with `Infinity`."""
+
+
+def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | None:
+    """The file on the fast reader, or None when `read_session` must read it (structured
+    items, and anything the fast reader refuses: `read_session` names the problem). An
+    Anthropic file, which only the fast reader knows, reports its own errors here."""
+    # byte searches first: the regular expression runs only when a constant is named
+    if (b"NaN" in data or b"Infinity" in data) and _CONSTANT.search(data):
+        if (format or _sniff(data)) != "anthropic":
+            return None
+        _check_strictly(source, data)
+    try:
+        hf = read_history(data, format)
+    except FormatError as error:
+        if (format or _sniff(data)) != "anthropic":
+            return None
+        raise InputError(
+            source, error.problem, line=_line(data, error), field=error.field
+        ) from None
+    # JSON Lines keep their own bytes; arrays and bodies are written again
+    if hf.layout != "jsonl" and _HUGE_EXPONENT.search(hf.data):
+        if hf.format != "anthropic":
+            return None
+        _check_strictly(source, data)
+    return hf
+
+
+def _check_strictly(source: str, data: bytes) -> None:
+    """An Anthropic file (which `read_session` does not read) parsed by the strict reader:
+    NaN, Infinity and numbers past a double's range are refused, naming line and field."""
+    text = decode(source, data)
+    start = skip_space(text, 0)
+    lines = enumerate(text.split("\n"), start=1)
+    documents = (
+        [(None, loads(source, text))]
+        if text[start : start + 1] == "[" or "\n" not in text.strip()
+        or (text[start : start + 1] == "{" and _is_whole(text))
+        else [(n, loads(source, line, line=n)) for n, line in lines if line.strip(" \t\r")]
+    )
+    for line, document in documents:
+        check_value(source, document, line=line)
+        stack = [document]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, RawFloat):
+                raise InputError(
+                    source, f"the number {item.text} is past a double's range", line=line
+                )
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+
+
+def _is_whole(text: str) -> bool:
+    try:
+        loads("", text)
+    except InputError:
+        return False
+    return True
+
+
+def _sniff(data: bytes) -> Format | None:
+    try:
+        return sniff_format(data)
+    except FormatError:
+        return None
+
+
+def _line(data: bytes, error: FormatError) -> int | None:
+    """The line of the error's record (arrays and request bodies name a record index)."""
+    if error.line is not None or error.record is None:
+        return error.line
+    lines = record_lines(data, [error.record])
+    return lines.get(error.record) if lines else None
+
+
+def record_lines(data: bytes, records: Iterable[int]) -> dict[int, int]:
+    """The 1-based line each of `records` (record indexes, increasing) starts on, for a JSON
+    array or a request body (its `messages`); counted in one pass."""
+    try:
+        text = data.removeprefix(BOM).decode("utf-8")
+        start = skip_space(text, 0)
+        if text[start] == "{":
+            start = messages_offset(text, start)
+        offsets = array_offsets(text, start)
+    except (ValueError, IndexError):
+        return {}
+    wanted = [r for r in records if 0 <= r < len(offsets)]
+    return dict(zip(wanted, line_numbers(text, [offsets[r] for r in wanted]), strict=True))
+
+
+def row_lines(hf: HistoryFile, rows: Iterable[int]) -> dict[int, int]:
+    """The line each of `rows` (row indexes, increasing) starts on; an Anthropic body's
+    `system` row is on the body's first line."""
+    wanted = list(rows)
+    lines: dict[int, int] = {}
+    records = [r - hf.system_rows for r in wanted if r >= hf.system_rows]
+    for r in wanted:
+        if r < hf.system_rows:
+            lines[r] = 1
+    if hf.layout == "jsonl":
+        data, spans, line, last = hf.data, hf.spans, 1, 0
+        for record in records:
+            offset = spans[2 * record]
+            line += data.count(b"\n", last, offset)
+            last = offset
+            lines[record + hf.system_rows] = line
+        return lines
+    found = record_lines(hf.data, records)
+    lines.update({record + hf.system_rows: line for record, line in found.items()})
+    return lines
+
+
+def file_crumb_error(source: str, hf: HistoryFile) -> InputError:
+    """--crumb-present without the breadcrumb right after the leading system rows."""
+    slot = hf.prefix_len
+    return InputError(
+        source,
+        "--crumb-present: expected a user message (the breadcrumb slot) right after the "
+        "leading system messages",
+        line=row_lines(hf, [slot]).get(slot) if slot < len(hf) else None,
+        field="content" if slot < len(hf) else None,
+    )
+
+
+def refuse_anthropic_tokenizer(source: str, data: bytes, format: Format | None) -> None:
+    """`--tokenizer` counts on `read_session`, which reads histtrim and OpenAI files only."""
+    if (format or _sniff(data)) == "anthropic":
+        raise InputError(
+            source,
+            "--tokenizer counts histtrim and OpenAI files; an Anthropic request body is "
+            "estimated (EST-1) without it",
+            field="--tokenizer",
+        )

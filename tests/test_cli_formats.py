@@ -1,0 +1,229 @@
+"""Issue 15: `histtrim trim` and `histtrim estimate` read the three formats (histtrim rows,
+OpenAI messages, Anthropic request bodies), detected or named with --format, and write back
+the format they read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from histtrim.adapters.anthropic import from_anthropic
+from histtrim.adapters.formats import read_history
+from histtrim.cli import main
+from histtrim.display import turn_stats
+from histtrim.messages import BREADCRUMB
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def histtrim_turns(turns: int) -> list[list[dict[str, Any]]]:
+    return [
+        [
+            {"kind": "chat", "role": "user", "content": f"question {t}"},
+            {"kind": "chat", "role": "assistant", "content": f"answer {t} " + "x" * t},
+        ]
+        for t in range(turns)
+    ]
+
+
+def openai_turns(turns: int) -> list[list[dict[str, Any]]]:
+    out = []
+    for t in range(turns):
+        call = {"id": f"call_{t}", "type": "function",
+                "function": {"name": "grep", "arguments": json.dumps({"q": t})}}
+        out.append([
+            {"role": "user", "content": f"question {t}"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{t}", "content": f"found {t}"},
+            {"role": "assistant", "content": f"answer {t}"},
+        ])
+    return out
+
+
+def anthropic_turns(turns: int) -> list[list[dict[str, Any]]]:
+    out = []
+    for t in range(turns):
+        out.append([
+            {"role": "user", "content": f"question {t}"},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "looking"},
+                {"type": "tool_use", "id": f"tu_{t}", "name": "grep", "input": {"q": t}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"tu_{t}", "content": f"found {t}",
+                 "is_error": t % 2 == 1}]},
+            {"role": "assistant", "content": [{"type": "text", "text": f"answer {t}"}]},
+        ])
+    return out
+
+
+def write(path: Path, fmt: str, turns: list[list[dict[str, Any]]]) -> bytes:
+    """JSON Lines for histtrim and OpenAI (a system row first), a request body for
+    Anthropic (its top-level `system`)."""
+    records = [record for turn in turns for record in turn]
+    if fmt == "anthropic":
+        body = {"model": "claude-x", "max_tokens": 512, "system": "be brief",
+                "messages": records}
+        data = (json.dumps(body, indent=2) + "\n").encode()
+    else:
+        system = {"role": "system", "content": "be brief"}
+        if fmt == "histtrim":
+            system = {"kind": "chat", **system}
+        data = "".join(json.dumps(r) + "\n" for r in [system, *records]).encode()
+    path.write_bytes(data)
+    return data
+
+
+def crumb(fmt: str) -> dict[str, Any]:
+    record: dict[str, Any] = {"role": "user", "content": BREADCRUMB}
+    return {"kind": "chat", **record} if fmt == "histtrim" else record
+
+
+def records_of(data: bytes, fmt: str) -> tuple[dict[str, Any] | None, list[Any]]:
+    if fmt == "anthropic":
+        body = json.loads(data)
+        return {k: v for k, v in body.items() if k != "messages"}, body["messages"]
+    return None, [json.loads(line) for line in data.splitlines()]
+
+
+MAKERS = {"histtrim": histtrim_turns, "openai": openai_turns, "anthropic": anthropic_turns}
+
+
+@pytest.mark.parametrize("fmt", list(MAKERS))
+@pytest.mark.parametrize("named", [False, True])
+def test_trim_round_trips_each_format(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str, named: bool
+) -> None:
+    """The newest two turns are kept whole, after the system prefix and the breadcrumb, in
+    the format read; the output reads back as that format; untrimmed, the input's bytes."""
+    turns = MAKERS[fmt](6)
+    source, output = tmp_path / "in", tmp_path / "out"
+    original = write(source, fmt, turns)
+    extra = ["--format", fmt] if named else []
+    code, _, err = run(capsys, "trim", source, "--max-turns", 2, "-o", output, *extra)
+    assert code == 0, err
+    data = output.read_bytes()
+    assert read_history(data).format == fmt
+    head, records = records_of(data, fmt)
+    kept = [record for turn in turns[-2:] for record in turn]
+    if fmt == "anthropic":
+        assert head == {"model": "claude-x", "max_tokens": 512, "system": "be brief"}
+        assert records == [crumb(fmt), *kept]
+    else:
+        assert records[0]["role"] == "system"
+        assert records[1:] == [crumb(fmt), *kept]
+    assert '"reason":"turn_limit"' in err.replace(" ", "") and "6 -> 2 turns" in err
+    # the trimmed file trims again to itself; nothing dropped means the same bytes
+    code, _, err = run(capsys, "trim", output, "--max-turns", 2, "--crumb-present", *extra,
+                       "-o", tmp_path / "again")
+    assert code == 0, err
+    assert (tmp_path / "again").read_bytes() == data
+    code, out, err = run(capsys, "trim", source, "--max-turns", 99, *extra)
+    assert code == 0, err
+    assert out.encode() == original
+
+
+def test_format_override_reads_a_plain_body_as_anthropic(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Plain role/content messages read as OpenAI unless --format says Anthropic: then the
+    body's `system` is the system prefix and a trim keeps the body's other fields."""
+    records = [{"role": r, "content": f"{r} {t}"} for t in range(3)
+               for r in ("user", "assistant")]
+    path = tmp_path / "body.json"
+    path.write_text(json.dumps({"model": "m", "messages": records}), encoding="utf-8")
+    code, out, err = run(capsys, "trim", path, "--max-turns", 1, "--format", "anthropic")
+    assert code == 0, err
+    assert json.loads(out) == {"model": "m", "messages": [crumb("anthropic"), *records[-2:]]}
+
+
+def test_estimate_reads_an_anthropic_body(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The table of an Anthropic body: its turns, each on the line its message starts on,
+    and the totals of the adapter's own rows (the `system` row included)."""
+    turns = anthropic_turns(3)
+    path = tmp_path / "body.json"
+    data = write(path, "anthropic", turns)
+    code, out, err = run(capsys, "estimate", path)
+    assert code == 0, err
+    body = json.loads(data)
+    rows = from_anthropic(body).rows
+    stats = turn_stats(rows)
+    lines = out.splitlines()
+    assert lines[0].split() == ["turn", "line", "messages", "tokens", "images", "cumulative"]
+    table = [line.split() for line in lines[1:5]]
+    text = data.decode().splitlines()
+    user_lines = [n for n, line in enumerate(text, 1) if line == '    {' and
+                  text[n].strip() == '"role": "user",' and text[n + 1].strip().startswith(
+                      '"content": "question')]
+    assert [row[0] for row in table] == ["prefix", "1", "2", "3"]
+    assert [int(row[1]) for row in table[1:]] == user_lines
+    assert [int(row[2]) for row in table] == [1, 4, 4, 4]
+    assert [int(row[3]) for row in table] == [s.tokens for s in stats]
+    assert f"total: 3 turns, 13 messages, {stats[0].cumulative} tokens, 0 images" in out
+
+
+def test_a_bad_anthropic_file_names_its_line_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """One line on stderr, exit 2, nothing written: the message's line and the field."""
+    turns = anthropic_turns(2)
+    del turns[1][1]["content"][1]["id"]  # a tool_use block without its id
+    path, output = tmp_path / "body.json", tmp_path / "out.json"
+    data = write(path, "anthropic", turns)
+    line = [n for n, text in enumerate(data.decode().splitlines(), 1) if text == "    {"][5]
+    for command in (["trim", path, "--max-turns", 1, "-o", output], ["estimate", path]):
+        code, out, err = run(capsys, *command)
+        assert code == 2 and out == ""
+        assert err.count("\n") == 1, err
+        assert err.startswith(f"histtrim: error: {path}: line {line}: field '"), err
+        assert "id" in err.split("field '")[1].split("'")[0], err
+    assert not output.exists()
+
+
+def test_tokenizer_refuses_anthropic_bodies_clearly(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "body.json"
+    write(path, "anthropic", anthropic_turns(1))
+    code, _, err = run(capsys, "estimate", path, "--tokenizer", "cl100k_base")
+    assert code == 2 and "Anthropic request body" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", list(MAKERS))
+def test_nan_values_are_refused_in_every_format_and_nan_text_is_kept(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, fmt: str
+) -> None:
+    """NaN as a value is not standard JSON in any format (the fast parser would read it);
+    the word NaN in a message's text is text."""
+    turns = MAKERS[fmt](3)
+    turns[2][0]["content"] = "is NaN: Infinity?"
+    path, output = tmp_path / "in", tmp_path / "out"
+    write(path, fmt, turns)
+    code, _, err = run(capsys, "trim", path, "--max-turns", 1, "-o", output)
+    assert code == 0, err
+    assert records_of(output.read_bytes(), fmt)[1][-len(turns[2]):] == turns[2]
+    text = path.read_text(encoding="utf-8").replace('"max_tokens": 512', '"max_tokens": NaN')
+    text = text.replace('"content": "be brief"}', '"content": "be brief", "x": NaN}')
+    path.write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "trim", path, "--max-turns", 1, "-o", tmp_path / "never")
+    assert code == 2 and "NaN is not standard JSON" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "never").exists()
+
+
+def test_an_anthropic_number_past_a_double_is_refused_not_written_as_infinity(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "body.json"
+    data = write(path, "anthropic", anthropic_turns(2)).decode()
+    path.write_text(data.replace('"max_tokens": 512', '"max_tokens": 1e400'), encoding="utf-8")
+    code, out, err = run(capsys, "trim", path, "--max-turns", 1)
+    assert code == 2 and "1e400" in err and err.count("\n") == 1, err
+    assert "Infinity" not in out
