@@ -3,10 +3,8 @@ from TOML or JSON. Validation only; the budget arithmetic lives in `route.py`.""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from .files import read_document
+from .files import parse_document, read_document
 from .policy import SPEC, Policy
 
 FALLBACK_CONTEXT_TOKENS = SPEC.fallback_context_tokens
@@ -163,8 +161,7 @@ class AgentConfig(_Config):
     @classmethod
     def loads(cls, text: str, *, format: Literal["toml", "json"]) -> AgentConfig:
         """Parse a TOML or JSON document (JSON may carry NaN/Infinity ratios)."""
-        data = tomllib.loads(text) if format == "toml" else json.loads(text)
-        return cls.model_validate(data)
+        return cls.model_validate(parse_document(text, format))
 
     @classmethod
     def load(cls, path: str | Path) -> AgentConfig:

@@ -7,11 +7,13 @@ leaves the original untouched and no temporary behind."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
+import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 DocumentFormat = Literal["toml", "json"]
 
@@ -49,3 +51,8 @@ def read_document(path: str | Path) -> tuple[str, DocumentFormat]:
     if suffix not in (".toml", ".json"):
         raise ValueError(f"path: expected a .toml or .json file, got {path.name!r}")
     return path.read_text(encoding="utf-8-sig"), "toml" if suffix == ".toml" else "json"
+
+
+def parse_document(text: str, format: DocumentFormat) -> Any:
+    """A TOML or JSON config document as plain data (JSON may carry NaN/Infinity ratios)."""
+    return tomllib.loads(text) if format == "toml" else json.loads(text)

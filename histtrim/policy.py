@@ -4,8 +4,6 @@ same functions (`policy=`), so a "what if" run executes the real code paths."""
 
 from __future__ import annotations
 
-import json
-import tomllib
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,7 +17,7 @@ from pydantic import (
     field_validator,
 )
 
-from .files import read_document
+from .files import parse_document, read_document
 
 
 def _fraction(value: Any) -> Fraction:
@@ -121,8 +119,7 @@ class Policy(BaseModel):
     @classmethod
     def loads(cls, text: str, *, format: Literal["toml", "json"]) -> Policy:
         """Parse a TOML or JSON document; unknown keys and bad values name the field."""
-        data = tomllib.loads(text) if format == "toml" else json.loads(text)
-        return cls.model_validate(data)
+        return cls.model_validate(parse_document(text, format))
 
     @classmethod
     def load(cls, path: str | Path) -> Policy:

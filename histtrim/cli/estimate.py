@@ -13,7 +13,7 @@ from ..estimate import FRAME_TOKENS, IMAGE_TOKENS
 from .errors import EXIT_OK
 from .jsontext import display_name, read_bytes
 from .output import emit
-from .rowfiles import file_crumb_error, read_rows, refuse_anthropic_tokenizer, row_lines
+from .rowfiles import fast_rows, file_crumb_error, row_lines
 from .sessions import crumb_error, read_session
 from .tokenizer import token_counter
 
@@ -108,11 +108,7 @@ def _print(lines: Iterator[str]) -> None:
 
 def cmd_estimate(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
-    hf = None
-    if args.tokenizer is None:
-        hf = read_rows(source, data, args.format)
-    else:
-        refuse_anthropic_tokenizer(source, data, args.format)
+    hf = fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         try:
             stats = turn_table(hf, crumb_present=args.crumb_present)

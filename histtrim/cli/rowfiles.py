@@ -154,3 +154,14 @@ def refuse_anthropic_tokenizer(source: str, data: bytes, format: Format | None) 
             "estimated (EST-1) without it",
             field="--tokenizer",
         )
+
+
+def fast_rows(
+    source: str, data: bytes, format: Format | None, tokenizer: str | None
+) -> HistoryFile | None:
+    """The row file on the fast reader, or None for the session reader: a `--tokenizer` run
+    always takes the session reader (which cannot read Anthropic bodies: refused here)."""
+    if tokenizer is None:
+        return read_rows(source, data, format)
+    refuse_anthropic_tokenizer(source, data, format)
+    return None

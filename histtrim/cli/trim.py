@@ -32,7 +32,7 @@ from .errors import EXIT_OK, InputError
 from .explain import load_route
 from .jsontext import display_name, read_bytes
 from .output import emit
-from .rowfiles import file_crumb_error, read_rows, refuse_anthropic_tokenizer
+from .rowfiles import fast_rows, file_crumb_error
 from .sessions import Session, index_session, read_session, render
 from .tokenizer import token_counter
 
@@ -238,11 +238,7 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
 
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
-    hf = None
-    if args.tokenizer is None:
-        hf = read_rows(source, data, args.format)
-    else:
-        refuse_anthropic_tokenizer(source, data, args.format)
+    hf = fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
         outcome, data = _trim_file(source, hf, limits, args.crumb_present)
