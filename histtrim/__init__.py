@@ -120,6 +120,7 @@ from .safety import (
     cap_tool_result,
     sweep_orphans,
 )
+from .tools import ToolOutput
 from .trim import (
     TrimResult,
     TurnCountTrimResult,
@@ -188,6 +189,7 @@ __all__ = [
     "TokenLedger",
     "Tool",
     "ToolCall",
+    "ToolOutput",
     "ToolResultMessage",
     "ToolResults",
     "ToolSchema",

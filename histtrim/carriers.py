@@ -310,5 +310,5 @@ def to_chat_messages(history: Iterable[ConversationMessage]) -> list[ChatMessage
         elif isinstance(item, AssistantToolCalls):
             rows.append(ChatMessage.assistant_tool_calls(item.text, item.tool_calls))
         elif isinstance(item, ToolResults):
-            rows.extend(ChatMessage.tool_result(r.tool_call_id, r.content) for r in item.results)
+            rows.extend(result.row() for result in item.results)
     return rows

@@ -28,6 +28,7 @@ from .messages import (
     BREADCRUMB,
     TOOL_RESULTS_PREFIX,
     AssistantToolCalls,
+    Attachment,
     ChatMessage,
     ConversationMessage,
     ToolResults,
@@ -304,7 +305,8 @@ class _Page:
             return text + "".join(self.call(i, *call) for call in calls)
         if isinstance(item, ToolResults):
             return "".join(
-                self.result(i, r.tool_call_id, r.content, None) for r in item.results
+                self.result(i, r.tool_call_id, r.content, _targets(r.attachments))
+                for r in item.results
             )
         if item.role == "assistant":
             parsed = parse_tool_calls(item)
@@ -315,10 +317,9 @@ class _Page:
         if item.role == "tool":
             result = parse_tool_result(item)
             if result is not None:
-                targets = None if result.attachments is None else [
-                    a.target for a in result.attachments
-                ]
-                return self.result(i, result.tool_call_id, result.content, targets)
+                return self.result(
+                    i, result.tool_call_id, result.content, _targets(result.attachments)
+                )
         if item.role == "user":
             return _user_text(item.content)
         return _text(item.content)
@@ -350,6 +351,10 @@ class _Page:
             f'<div>{head} <span style="color:#888;{_MONO}">{_e(call_id)}</span></div>'
             f"{_text(content)}{images}"
         )
+
+
+def _targets(attachments: Sequence[Attachment] | None) -> list[str] | None:
+    return None if attachments is None else [a.target for a in attachments]
 
 
 def _text(text: str) -> str:

@@ -115,8 +115,14 @@ class Attachment(_Frozen):
     target: StrictStr = Field(min_length=1)
 
 
-def _attachment(value: Attachment | str) -> Attachment:
-    return value if isinstance(value, Attachment) else Attachment(target=value)
+def as_attachments(value: Any) -> Any:
+    """Declared attachments as a tuple: a bare target string is one image (a lone str is
+    refused, so a path is never read as a sequence of one-letter targets)."""
+    if isinstance(value, str):
+        raise ValueError("expected a list of attachments, got one string (wrap it in a list)")
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        return value  # left to the field's own validation, which names what it expected
+    return tuple(Attachment(target=a) if isinstance(a, str) else a for a in value)
 
 
 class ChatMessage(_Frozen):
@@ -202,11 +208,12 @@ class ChatMessage(_Frozen):
         attachments: Sequence[Attachment | str] | None = None,
     ) -> ChatMessage:
         """A native tool-result row; `attachments` (image targets) are declared by the tool."""
-        result = ToolResultMessage(tool_call_id=tool_call_id, content=content)
-        envelope: dict[str, Any] = {"tool_call_id": result.tool_call_id, "content": result.content}
-        if attachments is not None:
-            envelope["attachments"] = [_attachment(a).model_dump() for a in attachments]
-        return cls(role="tool", content=_compact(envelope))
+        result = ToolResultMessage(
+            tool_call_id=tool_call_id,
+            content=content,
+            attachments=attachments,  # type: ignore[arg-type]  # targets become Attachments
+        )
+        return result.row()
 
 
 class AssistantToolCalls(_Frozen):
@@ -219,11 +226,31 @@ class AssistantToolCalls(_Frozen):
 
 
 class ToolResultMessage(_Frozen):
-    """Structured: the output of one tool call."""
+    """Structured: the output of one tool call, and the files the tool declared with it
+    (EST-3: its images are these attachments, never marker text in `content`)."""
 
     tool_call_id: StrictStr = Field(min_length=1)
     content: StrictStr
     tool_name: StrictStr | None = None
+    attachments: tuple[Attachment, ...] | None = Field(
+        default=None, exclude_if=lambda value: value is None
+    )
+    """None: the tool declared none (the row has no `attachments` array); left out of dumps."""
+
+    @field_validator("attachments", mode="before")
+    @classmethod
+    def _as_tuple(cls, value: Any) -> Any:
+        return as_attachments(value)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        return [(k, v) for k, v in super().__repr_args__() if k != "attachments" or v is not None]
+
+    def row(self) -> ChatMessage:
+        """The native tool row the provider gets: the envelope, attachments included."""
+        envelope: dict[str, Any] = {"tool_call_id": self.tool_call_id, "content": self.content}
+        if self.attachments is not None:
+            envelope["attachments"] = [a.model_dump() for a in self.attachments]
+        return ChatMessage(role="tool", content=_compact(envelope))
 
 
 class ToolResults(_Frozen):

@@ -9,10 +9,28 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+
 from .estimate import ToolSchema, estimate_tool_schemas
-from .messages import ToolCall, ToolResultMessage
+from .messages import Attachment, ToolCall, ToolResultMessage, as_attachments
 from .policy import SPEC, Policy
 from .safety import cap_tool_result
+
+
+class ToolOutput(BaseModel):
+    """What a tool returns to declare files with its text: the model reads `content`, and
+    the images among `attachments` are dispatched with the result (EST-3), priced only while
+    the result is in the current turn (EST-2). Targets may be given as strings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: StrictStr
+    attachments: tuple[Attachment, ...] = Field(default=(), max_length=1_000)
+
+    @field_validator("attachments", mode="before")
+    @classmethod
+    def _as_tuple(cls, value: Any) -> Any:
+        return as_attachments(value)
 
 
 @dataclass(frozen=True)
@@ -68,23 +86,28 @@ class _Toolbox:
         self.schema_tokens = estimate_tool_schemas(self.schemas, policy=policy)
 
     def run(self, call: ToolCall, max_chars: int) -> ToolResultMessage:
+        text, attachments = self._output(call)
         return ToolResultMessage(
             tool_call_id=call.id,
-            content=cap_tool_result(self._output(call), max_chars, policy=self.policy),
+            content=cap_tool_result(text, max_chars, policy=self.policy),
             tool_name=call.name,
+            attachments=attachments or None,
         )
 
-    def _output(self, call: ToolCall) -> str:
+    def _output(self, call: ToolCall) -> tuple[str, tuple[Attachment, ...]]:
         tool = self.tools.get(call.name)
         if tool is None:
-            return f"error: unknown tool {call.name!r}"
+            return f"error: unknown tool {call.name!r}", ()
         try:
             arguments = json.loads(call.arguments)
             if not isinstance(arguments, dict):
                 raise ValueError("arguments must be a JSON object")
-            return output_text(tool.fn(**arguments))
+            output = tool.fn(**arguments)
+            if isinstance(output, ToolOutput):
+                return output_text(output.content), output.attachments
+            return output_text(output), ()
         except Exception as exc:  # a failing tool is reported to the model, not raised
-            return _error_text(exc)
+            return _error_text(exc), ()
 
 
 def output_text(output: object) -> str:

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..carriers import image_marker, json_object, tool_results_carrier
-from ..messages import BREADCRUMB, ChatMessage, ToolCall
+from ..carriers import image_marker, json_object, parse_tool_result, tool_results_carrier
+from ..messages import BREADCRUMB, Attachment, ChatMessage, ToolCall
 from . import RecordTrimResult, trim_records
 
 AnthropicMessage = dict[str, Any]
@@ -120,13 +120,34 @@ def row_message(row: ChatMessage) -> AnthropicMessage:
     if row.role == "tool":
         if envelope is None or not isinstance(envelope.get("tool_call_id"), str):
             raise ValueError("a tool row must be a tool-result envelope with its tool_call_id")
-        result = {
+        result: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": envelope["tool_call_id"],
             "content": str(envelope.get("content", "")),
         }
+        parsed = parse_tool_result(row)
+        if parsed is not None and parsed.attachments:
+            text = [{"type": "text", "text": result["content"]}] if result["content"] else []
+            result["content"] = text + [_image_block(a) for a in parsed.attachments]
         return {"role": "user", "content": [result]}
     return {"role": "user", "content": row.content}
+
+
+def _image_block(attachment: Attachment) -> dict[str, Any]:
+    """A declared image as an Anthropic image block; anything the format cannot hold (a
+    file path, a non-image file) is refused rather than dropped."""
+    target = attachment.target
+    if attachment.kind != "image":
+        raise ValueError(f"a {attachment.kind!r} attachment has no Anthropic equivalent")
+    if target.startswith(("http://", "https://")):
+        return {"type": "image", "source": {"type": "url", "url": target}}
+    media, sep, data = target.removeprefix("data:").partition(";base64,")
+    if target.startswith("data:") and sep and media:
+        return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
+    raise ValueError(
+        f"attachment {target[:80]!r}: an Anthropic image is a URL or base64 data "
+        "(load the file into a data: URL first)"
+    )
 
 
 def anthropic_breadcrumb() -> AnthropicMessage:

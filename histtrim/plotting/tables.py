@@ -139,17 +139,23 @@ def row_summary(item: Item, width: int = 60) -> str:
     if isinstance(item, AssistantToolCalls):
         return _shorten(_calls_text(item.text, item.tool_calls), width)
     if isinstance(item, ToolResults):
-        parts = ", ".join(f"{r.tool_call_id}: {r.content}" for r in item.results)
+        parts = ", ".join(
+            f"{r.tool_call_id}{_attached(len(r.attachments or ()))}: {r.content}"
+            for r in item.results
+        )
         return _shorten(f"results {parts}", width)
     parsed_calls = parse_tool_calls(item)
     if parsed_calls is not None:
         return _shorten(_calls_text(parsed_calls.text, parsed_calls.calls), width)
     result = parse_tool_result(item)
     if result is not None:
-        images = len(result.attachments or ())
-        extra = f" (+{images} attached image{'s' * (images != 1)})" if images else ""
+        extra = _attached(len(result.attachments or ()))
         return _shorten(f"result {result.tool_call_id}{extra}: {result.content}", width)
     return _shorten(item.content, width)
+
+
+def _attached(count: int) -> str:
+    return f" (+{count} attached image{'s' * (count != 1)})" if count else ""
 
 
 def _calls_text(text: str | None, calls: Sequence[ToolCall]) -> str:
