@@ -261,14 +261,17 @@ class _Builder:
             ToolCall(id=i, name=name, arguments={"query": query})
             for i, name in zip(ids, names, strict=True)
         ]
-        attachment_sets = ATTACHMENT_SETS if images and not self.structured else (None,)
+        attachment_sets = ATTACHMENT_SETS if images else (None,)
         picks = [self.pick(TOOL_OUTPUTS, attachment_sets) for _ in ids]
         outputs = [self.text(TOOL_OUTPUTS, output) for output, _ in picks]
         if self.structured:
             self.add(AssistantToolCalls(text=text, tool_calls=tuple(calls)))
             results = [
-                ToolResultMessage(tool_call_id=i, content=o, tool_name=name)
-                for i, o, name in zip(ids, outputs, names, strict=True)
+                ToolResultMessage(
+                    tool_call_id=i, content=o, tool_name=name,
+                    attachments=targets,
+                )
+                for i, o, name, (_, targets) in zip(ids, outputs, names, picks, strict=True)
             ]
             split = self.draw(_ints(1, n))
             self.add(ToolResults(results=tuple(results[:split])))
@@ -428,9 +431,11 @@ def conversation_histories(
     tool_calls: bool = True,
     carriers: bool = True,
     free_text: bool = False,
+    images: bool = True,
 ) -> GeneratedHistory[ConversationMessage]:
     """Structured `Agent.history` items: chat rows, `AssistantToolCalls` and `ToolResults`
-    (a round's results sometimes split in two items), carriers and late system rows."""
+    (a round's results sometimes split in two items, some declaring images), carriers and
+    late system rows."""
     return _histories(
         draw,
         structured=True,
@@ -441,7 +446,7 @@ def conversation_histories(
         crumb=crumb,
         late_system=late_system,
         preamble=preamble,
-        images=False,
+        images=images,
         native_tools=tool_calls,
         carriers=carriers,
         malformed=False,
