@@ -13,6 +13,14 @@ from histtrim.cli import main
 from histtrim.cli.review import load_sessions, policies_from
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.display import turn_stats
+from histtrim.estimate import IMAGE_TOKENS
+from histtrim.messages import (
+    AssistantToolCalls,
+    ChatMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolResults,
+)
 from histtrim.policy import SPEC, Policy
 from histtrim.review.compare import format_review, run_review
 from histtrim.review.replay import ReplaySettings, replay, replay_session, session_from_items
@@ -46,6 +54,48 @@ def test_corpus_has_every_kind_and_format(corpus) -> None:  # type: ignore[no-un
     assert restored.crumb_present and restored.restored
     research = next(s for s in corpus if s.name.startswith("research"))
     assert any("[IMAGE:https://" in turn.user for turn in research.turns)
+    for session in (s for s in corpus if s.name.startswith("research")):
+        declared = [o for turn in session.turns for o in turn.outputs if o.attachments]
+        assert declared, f"{session.name}: no tool declares an image"
+        assert all(not o.content.count("[IMAGE:") for o in declared)  # EST-3: not marker text
+
+
+def test_tool_images_are_replayed_and_priced_in_their_turn_only_est_3(corpus) -> None:  # type: ignore[no-untyped-def]
+    """The replayed browser tool declares its screenshots again: the result rows carry them,
+    and each request of the turn that ran the tool prices them (EST-2), later turns not."""
+    settings = _settings(window=1_000_000, true_window=None, max_context_tokens=1_000_000)
+    for session in (s for s in corpus if s.name.startswith("research")):
+        agent, _ = replay(session, SPEC, settings)
+        declared = [
+            r for item in agent.history if isinstance(item, ToolResults)
+            for r in item.results if r.attachments
+        ]
+        recorded = [o for turn in session.turns for o in turn.outputs if o.attachments]
+        assert [r.attachments for r in declared] == [o.attachments for o in recorded]
+        assert agent.history == session.history()[1:]  # nothing trimmed on a huge window
+
+
+    # Priced only in the turn that ran the tool: the spec and a 400-token image differ by
+    # 1,200 per declared image in that turn's second call, and nowhere else.
+    items = [
+        ChatMessage.system("Research."),
+        ChatMessage.user("How does the page look?"),
+        AssistantToolCalls(tool_calls=(ToolCall(id="c1", name="screenshot_page"),)),
+        ToolResults(results=(ToolResultMessage(
+            tool_call_id="c1", content="Rendered.", tool_name="screenshot_page",
+            attachments=("https://example.com/a.png", "https://example.com/b.png"),  # type: ignore[arg-type]
+        ),)),
+        ChatMessage.assistant("Two charts."),
+        ChatMessage.user("And the footer?"),
+        ChatMessage.assistant("Plain text."),
+    ]
+    small = session_from_items("tool-images", items)
+    assert small.history() == items
+    spec_agent, _ = replay(small, SPEC, settings)
+    cheap_agent, _ = replay(small, Policy(image_tokens=400), settings)
+    differences = [a.tokens - b.tokens for a, b in zip(spec_agent.calls, cheap_agent.calls,
+                                                        strict=True)]
+    assert differences == [0, 2 * (IMAGE_TOKENS - 400), 0]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -9,9 +9,9 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..capacity import ContextCapacityExceeded
 from ..carriers import parse_tool_calls, parse_tool_result
@@ -19,8 +19,10 @@ from ..config import ProviderProfile, RuntimeProfile
 from ..events import EventBus, ObservedTrim
 from ..messages import (
     AssistantToolCalls,
+    Attachment,
     ChatMessage,
     ConversationMessage,
+    ToolCall,
     ToolResultMessage,
     ToolResults,
 )
@@ -29,6 +31,7 @@ from ..providers import ContextOverflowError, ProviderReply, ScriptedProvider, S
 from ..route import ResolvedRuntime, resolve_runtime
 from ..runtime import Agent, Tool, UnrecoverableContextOverflow
 from ..tokenizers import exact_counter
+from ..tools import ToolOutput
 from ..turns import index_turns, leading_system_count
 
 
@@ -38,11 +41,19 @@ class _Frozen(BaseModel):
 
 class ReplayTurn(_Frozen):
     """One recorded user turn: the user's text, what the model answered at each provider
-    call (tool rounds, then the reply), and the tool outputs in call order."""
+    call (tool rounds, then the reply), and the tool outputs in call order, with the files
+    each tool declared (a bare string is an output that declared none)."""
 
     user: str
     steps: tuple[ProviderReply, ...]
-    outputs: tuple[str, ...] = ()
+    outputs: tuple[ToolOutput, ...] = ()
+
+    @field_validator("outputs", mode="before")
+    @classmethod
+    def _texts(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return tuple(ToolOutput(content=v) if isinstance(v, str) else v for v in value)
+        return value
 
 
 class ReviewSession(_Frozen):
@@ -73,11 +84,24 @@ class ReviewSession(_Frozen):
                     continue
                 items.append(AssistantToolCalls(text=step.text, tool_calls=step.tool_calls))
                 items.append(ToolResults(results=tuple(
-                    ToolResultMessage(tool_call_id=call.id, content=next(outputs, ""),
-                                      tool_name=call.name)
-                    for call in step.tool_calls
+                    _result(call, next(outputs, _NO_OUTPUT)) for call in step.tool_calls
                 )))
         return items
+
+
+_NO_OUTPUT = ToolOutput(content="")
+"""What a call the recording has no output for returns."""
+
+
+def _result(call: ToolCall, output: ToolOutput) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call.id, content=output.content, tool_name=call.name,
+        attachments=output.attachments or None,
+    )
+
+
+def _output(content: str, attachments: tuple[Attachment, ...] | None) -> ToolOutput:
+    return ToolOutput(content=content, attachments=attachments or ())
 
 
 class ReplaySettings(_Frozen):
@@ -173,8 +197,8 @@ def session_from_items(
     """A recorded history as a replay: leading system rows become the system prompt; the
     first `restored_turns` turns (and the breadcrumb) are restored, the rest replayed.
 
-    Provider-facing rows (native envelopes) and structured items are both read; a tool's
-    declared attachments are not replayed (the agent's tool results carry text only)."""
+    Provider-facing rows (native envelopes) and structured items are both read, with the
+    files each tool declared: the replayed tools declare them again (EST-3)."""
     index = index_turns(items, crumb_present=crumb_present)
     prefix = leading_system_count(items)
     system = [item.content for item in items[:prefix] if isinstance(item, ChatMessage)]
@@ -193,7 +217,7 @@ def session_from_items(
         opener = items[start]
         assert isinstance(opener, ChatMessage)
         steps: list[ProviderReply] = []
-        outputs: list[str] = []
+        outputs: list[ToolOutput] = []
         for item in items[start + 1 : end]:
             calls = item if isinstance(item, AssistantToolCalls) else None
             if isinstance(item, ChatMessage) and item.role == "assistant":
@@ -206,10 +230,14 @@ def session_from_items(
                 steps.append(ProviderReply(text=calls.text, tool_calls=calls.tool_calls))
                 tools.update(dict.fromkeys(call.name for call in calls.tool_calls))
             elif isinstance(item, ToolResults):
-                outputs.extend(result.content for result in item.results)
+                outputs.extend(_output(r.content, r.attachments) for r in item.results)
             elif isinstance(item, ChatMessage) and item.role == "tool":
                 result = parse_tool_result(item)
-                outputs.append(item.content if result is None else result.content)
+                outputs.append(
+                    _output(item.content, None)
+                    if result is None
+                    else _output(result.content, result.attachments)
+                )
         if not steps or steps[-1].tool_calls:
             steps.append(ProviderReply(text=""))  # a turn recorded without its reply
         turns.append(ReplayTurn(user=opener.content, steps=tuple(steps), outputs=tuple(outputs)))
@@ -226,11 +254,11 @@ def session_from_items(
 class _Recorded:
     """A tool that returns the recorded outputs of the current turn, in call order."""
 
-    def __init__(self, outputs: deque[str]) -> None:
+    def __init__(self, outputs: deque[ToolOutput]) -> None:
         self.outputs = outputs
 
-    def __call__(self, **_: object) -> str:
-        return self.outputs.popleft() if self.outputs else ""
+    def __call__(self, **_: object) -> ToolOutput:
+        return self.outputs.popleft() if self.outputs else _NO_OUTPUT
 
 
 def replay_session(
@@ -244,7 +272,7 @@ def replay(
     session: ReviewSession, policy: Policy, settings: ReplaySettings, *, label: str = "spec"
 ) -> tuple[Agent, SessionReplay]:
     """`replay_session`, also returning the agent at the end (its history and events)."""
-    outputs: deque[str] = deque()
+    outputs: deque[ToolOutput] = deque()
     tools = [Tool(_Recorded(outputs), name) for name in session.tools]
     observed: list[ObservedTrim] = []
     counter = None if settings.tokenizer is None else exact_counter(settings.tokenizer)

@@ -1,8 +1,9 @@
 """Seeded generators of realistic agent sessions (structured items): the review corpus in
 `examples/sessions/` is built from them, and the scale benchmark draws thousands.
 
-Four kinds: a coding agent with tool loops, a research agent with pasted screenshots, a
-support chat with long user messages, and a session restored with a breadcrumb."""
+Four kinds: a coding agent with tool loops, a research agent with pasted screenshots and a
+browser tool that declares page screenshots, a support chat with long user messages, and a
+session restored with a breadcrumb."""
 
 from __future__ import annotations
 
@@ -151,7 +152,8 @@ def coding_session(rng: random.Random, turns: int) -> list[ConversationMessage]:
 
 
 def research_session(rng: random.Random, turns: int) -> list[ConversationMessage]:
-    """A research agent: pasted screenshots (image markers in user turns) and web tools."""
+    """A research agent: pasted screenshots (image markers in user turns), web tools, and a
+    browser tool whose results declare page screenshots (tool images, EST-3)."""
     items: list[ConversationMessage] = [ChatMessage.system(
         "You are a research assistant. Cite sources; say when a figure cannot be verified."
     )]
@@ -163,17 +165,28 @@ def research_session(rng: random.Random, turns: int) -> list[ConversationMessage
         )
         items.append(ChatMessage.user(f"{rng.choice(_QUESTIONS)} {markers}".strip()))
         for step in range(rng.randint(0, 3)):
+            name = rng.choice(("web_search", "fetch_page", "screenshot_page"))
             call = ToolCall(
-                id=f"call_{turn}_{step}", name=rng.choice(("web_search", "fetch_page")),
+                id=f"call_{turn}_{step}", name=name,
                 arguments=_args({"query": rng.choice(_QUESTIONS)[:40]}),
             )
-            page = "\n".join(
-                f"[{n}] {_words(rng, rng.randint(8, 30))}" for n in range(rng.randint(5, 40))
-            )
             items.append(AssistantToolCalls(text="Let me check the sources.", tool_calls=(call,)))
-            items.append(ToolResults(results=(
-                ToolResultMessage(tool_call_id=call.id, content=page, tool_name=call.name),
-            )))
+            if name == "screenshot_page":  # a tool image: declared, never marker text (EST-3)
+                pages = tuple(
+                    f"https://files.example.com/browser/page-{turn}-{step}-{n}.png"
+                    for n in range(rng.choice((1, 1, 2)))
+                )
+                result = ToolResultMessage(
+                    tool_call_id=call.id, tool_name=name, attachments=pages,  # type: ignore[arg-type]
+                    content=f"Rendered the page at 1280x{rng.randint(8, 40) * 100}; "
+                    f"{len(pages)} screenshot{'s' * (len(pages) > 1)} attached.",
+                )
+            else:
+                page = "\n".join(
+                    f"[{n}] {_words(rng, rng.randint(8, 30))}" for n in range(rng.randint(5, 40))
+                )
+                result = ToolResultMessage(tool_call_id=call.id, content=page, tool_name=name)
+            items.append(ToolResults(results=(result,)))
         items.append(ChatMessage.assistant(
             "The drop comes from the EMEA segment; " + _words(rng, rng.randint(30, 120))
         ))
