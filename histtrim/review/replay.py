@@ -9,99 +9,37 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..capacity import ContextCapacityExceeded
-from ..carriers import parse_tool_calls, parse_tool_result
 from ..config import ProviderProfile, RuntimeProfile
 from ..events import EventBus, ObservedTrim
-from ..messages import (
-    AssistantToolCalls,
-    Attachment,
-    ChatMessage,
-    ConversationMessage,
-    ToolCall,
-    ToolResultMessage,
-    ToolResults,
-)
 from ..policy import SPEC, Policy
-from ..providers import ContextOverflowError, ProviderReply, ScriptedProvider, ScriptExhaustedError
+from ..providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
 from ..route import ResolvedRuntime, resolve_runtime
 from ..runtime import Agent, Tool, UnrecoverableContextOverflow
 from ..tokenizers import exact_counter
 from ..tools import ToolOutput
-from ..turns import index_turns, leading_system_count
+from ..turns import index_turns
+from .sessions import NO_OUTPUT, ReplayTurn, ReviewSession, session_from_items
+
+__all__ = [
+    "ReplaySettings",
+    "ReplayTurn",
+    "ReviewSession",
+    "SessionReplay",
+    "Trim",
+    "median_max",
+    "replay",
+    "replay_session",
+    "session_from_items",
+]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ReplayTurn(_Frozen):
-    """One recorded user turn: the user's text, what the model answered at each provider
-    call (tool rounds, then the reply), and the tool outputs in call order, with the files
-    each tool declared (a bare string is an output that declared none)."""
-
-    user: str
-    steps: tuple[ProviderReply, ...]
-    outputs: tuple[ToolOutput, ...] = ()
-
-    @field_validator("outputs", mode="before")
-    @classmethod
-    def _texts(cls, value: Any) -> Any:
-        if isinstance(value, list | tuple):
-            return tuple(ToolOutput(content=v) if isinstance(v, str) else v for v in value)
-        return value
-
-
-class ReviewSession(_Frozen):
-    """A recorded session ready to replay: the system prompt, the restored part (loaded with
-    `Agent.restore`, breadcrumb flag included) and the turns to replay."""
-
-    name: str
-    system_prompt: str | None = None
-    restored: tuple[ConversationMessage, ...] = ()
-    crumb_present: bool = False
-    turns: tuple[ReplayTurn, ...]
-    tools: tuple[str, ...] = ()
-
-
-    def history(self) -> list[ConversationMessage]:
-        """The whole recorded conversation as structured items (system prompt, restored part,
-        then every turn with its tool rounds): what the turn map prices."""
-        items: list[ConversationMessage] = []
-        if self.system_prompt is not None:
-            items.append(ChatMessage.system(self.system_prompt))
-        items.extend(self.restored)
-        for turn in self.turns:
-            items.append(ChatMessage.user(turn.user))
-            outputs = iter(turn.outputs)
-            for step in turn.steps:
-                if not step.tool_calls:
-                    items.append(ChatMessage.assistant(step.text or ""))
-                    continue
-                items.append(AssistantToolCalls(text=step.text, tool_calls=step.tool_calls))
-                items.append(ToolResults(results=tuple(
-                    _result(call, next(outputs, _NO_OUTPUT)) for call in step.tool_calls
-                )))
-        return items
-
-
-_NO_OUTPUT = ToolOutput(content="")
-"""What a call the recording has no output for returns."""
-
-
-def _result(call: ToolCall, output: ToolOutput) -> ToolResultMessage:
-    return ToolResultMessage(
-        tool_call_id=call.id, content=output.content, tool_name=call.name,
-        attachments=output.attachments or None,
-    )
-
-
-def _output(content: str, attachments: tuple[Attachment, ...] | None) -> ToolOutput:
-    return ToolOutput(content=content, attachments=attachments or ())
 
 
 class ReplaySettings(_Frozen):
@@ -187,70 +125,6 @@ class SessionReplay:
         )
 
 
-def session_from_items(
-    name: str,
-    items: Sequence[ConversationMessage],
-    *,
-    crumb_present: bool = False,
-    restored_turns: int = 0,
-) -> ReviewSession:
-    """A recorded history as a replay: leading system rows become the system prompt; the
-    first `restored_turns` turns (and the breadcrumb) are restored, the rest replayed.
-
-    Provider-facing rows (native envelopes) and structured items are both read, with the
-    files each tool declared: the replayed tools declare them again (EST-3)."""
-    index = index_turns(items, crumb_present=crumb_present)
-    prefix = leading_system_count(items)
-    system = [item.content for item in items[:prefix] if isinstance(item, ChatMessage)]
-    if restored_turns > index.turn_count:
-        raise ValueError(
-            f"restored_turns: {restored_turns} but the session has {index.turn_count} turns"
-        )
-    cut = index.turn_start(restored_turns) if restored_turns < index.turn_count else len(items)
-    if restored_turns == 0:
-        cut = index.body_start if index.turn_count == 0 else index.starts[0]
-    restored = tuple(items[prefix:cut])
-    turns: list[ReplayTurn] = []
-    tools: dict[str, None] = {}
-    for turn in range(restored_turns, index.turn_count):
-        start, end = index.starts[turn], index.turn_end(turn)
-        opener = items[start]
-        assert isinstance(opener, ChatMessage)
-        steps: list[ProviderReply] = []
-        outputs: list[ToolOutput] = []
-        for item in items[start + 1 : end]:
-            calls = item if isinstance(item, AssistantToolCalls) else None
-            if isinstance(item, ChatMessage) and item.role == "assistant":
-                parsed = parse_tool_calls(item)
-                if parsed is None:
-                    steps.append(ProviderReply(text=item.content))
-                    break  # the turn's reply: the agent ends the turn here
-                calls = AssistantToolCalls(text=parsed.text, tool_calls=parsed.calls)
-            if calls is not None:
-                steps.append(ProviderReply(text=calls.text, tool_calls=calls.tool_calls))
-                tools.update(dict.fromkeys(call.name for call in calls.tool_calls))
-            elif isinstance(item, ToolResults):
-                outputs.extend(_output(r.content, r.attachments) for r in item.results)
-            elif isinstance(item, ChatMessage) and item.role == "tool":
-                result = parse_tool_result(item)
-                outputs.append(
-                    _output(item.content, None)
-                    if result is None
-                    else _output(result.content, result.attachments)
-                )
-        if not steps or steps[-1].tool_calls:
-            steps.append(ProviderReply(text=""))  # a turn recorded without its reply
-        turns.append(ReplayTurn(user=opener.content, steps=tuple(steps), outputs=tuple(outputs)))
-    return ReviewSession(
-        name=name,
-        system_prompt="\n\n".join(system) if system else None,
-        restored=restored,
-        crumb_present=crumb_present,
-        turns=tuple(turns),
-        tools=tuple(tools),
-    )
-
-
 class _Recorded:
     """A tool that returns the recorded outputs of the current turn, in call order."""
 
@@ -258,7 +132,7 @@ class _Recorded:
         self.outputs = outputs
 
     def __call__(self, **_: object) -> ToolOutput:
-        return self.outputs.popleft() if self.outputs else _NO_OUTPUT
+        return self.outputs.popleft() if self.outputs else NO_OUTPUT
 
 
 def replay_session(
