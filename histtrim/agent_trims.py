@@ -5,7 +5,7 @@ turn loop (`runtime.py`) decides when each runs."""
 from __future__ import annotations
 
 from .agent_history import AgentHistory
-from .counting import TokenCounter, counter_name
+from .counting import counter_name
 from .events import EventBus, HistoryTrimmed, TrimReason
 from .ledger import TokenLedger
 from .policy import Policy
@@ -42,11 +42,6 @@ class AgentTrims:
     _ledger: TokenLedger
     _pending: list[HistoryTrimmed]
     """Events not yet attached to a logged provider call."""
-
-    @property
-    def token_counter(self) -> TokenCounter | None:
-        """The counter pricing the rows' text (fixed at construction); None: EST-1."""
-        return self._ledger.token_counter
 
     def _apply_turn_limit(self) -> None:
         """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
@@ -89,7 +84,8 @@ class AgentTrims:
         """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
 
         A first drop trims the history as it will be sent, with the breadcrumb already in."""
-        working, counter = self._ledger, self.token_counter
+        working = self._ledger
+        counter = working.token_counter
         result: TrimResult = trim_to_recent_turns(
             working, target, crumb_present=self._store.crumb, token_counter=counter,
             policy=self.policy,
@@ -117,6 +113,7 @@ class AgentTrims:
         self, reason: TrimReason, dropped: int, kept_turns: int, before: int, budget: int
     ) -> None:
         """One drop, one event (SEEN-2..3): to the client transports and the observers."""
+        counter = self._ledger.token_counter
         event = HistoryTrimmed(
             reason=reason,
             dropped_messages=dropped,
@@ -124,7 +121,7 @@ class AgentTrims:
             tokens_before=before,
             tokens_after=self._ledger.total,
             budget=budget,
-            counter=None if self.token_counter is None else counter_name(self.token_counter),
+            counter=None if counter is None else counter_name(counter),
         )
         self.events.append(event)
         self._pending.append(event)

@@ -152,6 +152,11 @@ class Agent(AgentTrims, AgentDispatch):
             self._store.set_head(head)
 
     @property
+    def token_counter(self) -> TokenCounter | None:
+        """The counter pricing the rows' text (fixed at construction); None: EST-1."""
+        return self._ledger.token_counter
+
+    @property
     def history(self) -> list[ConversationMessage]:
         """A copy of the structured history."""
         return list(self._store.items)
