@@ -12,7 +12,7 @@ from .estimate import ToolSchema
 from .events import HistoryTrimmed
 from .ledger import TokenLedger
 from .messages import ChatMessage
-from .providers import ContextOverflowError, Provider, ProviderError, ProviderReply
+from .providers import ContextOverflowError, Provider, ProviderReply, checked_reply
 from .route import ResolvedRuntime
 
 
@@ -52,11 +52,7 @@ class AgentDispatch:
         except ContextOverflowError:
             self._log_call(iteration, kind, tokens, "overflow", trims)
             raise
-        if not isinstance(answer, ProviderReply):
-            raise ProviderError(
-                f"provider {type(self.provider).__name__} returned {type(answer).__name__}, "
-                "not a ProviderReply"
-            )
+        answer = checked_reply(self.provider, answer)
         self._log_call(
             iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
         )
