@@ -10,7 +10,7 @@ from typing import Any
 
 from .capacity import check_request
 from .messages import ChatMessage, chat_rows
-from .providers import Provider, ProviderError, ProviderReply
+from .providers import Provider, checked_reply
 from .route import ResolvedRuntime
 from .tools import Tool, _Toolbox
 from .trim import trim_to_recent_turn_count
@@ -66,7 +66,7 @@ def legacy_run(
     for _ in range(profile.max_tool_iterations):
         check_request(rows, runtime=runtime, tool_schemas=toolbox.schemas)
         calls += 1
-        answer = _reply(provider, provider.complete(rows, toolbox.schemas))
+        answer = checked_reply(provider, provider.complete(rows, toolbox.schemas))
         if not answer.tool_calls:
             rows.append(ChatMessage.assistant(answer.text or ""))
             return LegacyRunResult(rows, answer.text or "", calls, trimmed.dropped_messages)
@@ -76,15 +76,6 @@ def legacy_run(
             rows.append(ChatMessage.tool_result(result.tool_call_id, result.content))
     request = [*rows, ChatMessage.system(FINAL_SUMMARY_PROMPT)]
     check_request(request, runtime=runtime)
-    reply = _reply(provider, provider.complete(request, ())).text or ""
+    reply = checked_reply(provider, provider.complete(request, ())).text or ""
     rows.append(ChatMessage.assistant(reply))
     return LegacyRunResult(rows, reply, calls + 1, trimmed.dropped_messages)
-
-
-def _reply(provider: Provider, answer: object) -> ProviderReply:
-    if not isinstance(answer, ProviderReply):
-        raise ProviderError(
-            f"provider {type(provider).__name__} returned {type(answer).__name__}, "
-            "not a ProviderReply"
-        )
-    return answer

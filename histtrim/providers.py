@@ -68,6 +68,17 @@ class Provider(Protocol):
     ) -> ProviderReply: ...
 
 
+def checked_reply(provider: object, answer: object) -> ProviderReply:
+    """`answer` when it is a `ProviderReply`; else a `ProviderError` naming the provider (what
+    a provider returns is checked like any other input)."""
+    if not isinstance(answer, ProviderReply):
+        raise ProviderError(
+            f"provider {type(provider).__name__} returned {type(answer).__name__}, "
+            "not a ProviderReply"
+        )
+    return answer
+
+
 Outcome = Literal["reply", "overflow", "exhausted"]
 
 

@@ -1,23 +1,25 @@
-"""The agent loop: where the trims run (RUN-1..3, LIMIT-1..2), how a drop becomes visible
-(SEEN-1..3), the pre-dispatch capacity check (CAP-2..4) and the safety nets (PAIR-2..4).
-Tools live in `tools.py`, the dispatch log in `calls.py`, the legacy path (SEEN-4) in
-`legacy.py`; their names are re-exported here."""
+"""The agent (`Agent`): its state, the turn loop with its tool iterations and final summary,
+all-or-nothing turns and restoring a session (PAIR-2). The trims it runs (RUN-1..3,
+LIMIT-1..2, SEEN-1..3) live in `agent_trims.py`, the capacity-checked dispatch (CAP-2..4) in
+`agent_dispatch.py`, tools in `tools.py`, the call log in `calls.py`, the legacy path (SEEN-4)
+in `legacy.py`; their public names are re-exported here."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from pydantic import ValidationError
 
+from .agent_dispatch import AgentDispatch
 from .agent_history import AgentHistory
+from .agent_trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
 from .calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
-from .capacity import check_request
-from .counting import TokenCounter, counted_plain_cost, counter_name
-from .estimate import ToolSchema, estimate_history_tokens
-from .events import EventBus, HistoryTrimmed, TrimReason
+from .counting import TokenCounter, counted_plain_cost
+from .estimate import estimate_history_tokens
+from .events import EventBus, HistoryTrimmed
 from .legacy import (
     FINAL_SUMMARY_PROMPT,
     LEGACY_LOGGER,
@@ -33,16 +35,10 @@ from .messages import (
 )
 from .pairing import validate_tool_pairing
 from .policy import Policy
-from .providers import ContextOverflowError, Provider, ProviderError, ProviderReply
+from .providers import ContextOverflowError, Provider, ProviderReply
 from .route import ResolvedRuntime
 from .safety import SweepResult, sweep_orphans
 from .tools import Tool, _Toolbox
-from .trim import (
-    TrimResult,
-    insert_breadcrumb,
-    trim_conversation_to_recent_turns,
-    trim_to_recent_turns,
-)
 
 __all__ = [
     "FINAL_SUMMARY_PROMPT",
@@ -60,14 +56,7 @@ __all__ = [
     "legacy_run",
 ]
 
-UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
-
-
-class UnrecoverableContextOverflow(RuntimeError):
-    """The provider overflowed and no older turn is left to drop (RUN-2)."""
-
-
-class Agent:
+class Agent(AgentTrims, AgentDispatch):
     """A structured agent: `history` holds `ConversationMessage` items (TURN-1); every
     provider request is built from it with the system prompt in front.
 
@@ -288,145 +277,6 @@ class Agent:
         request = [*self._ledger, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
-
-    def _dispatch(
-        self,
-        request: list[ChatMessage],
-        schemas: Sequence[ToolSchema],
-        tokens: tuple[int, int],
-        iteration: int,
-        kind: CallKind,
-    ) -> ProviderReply:
-        """Dispatch a request whose estimates are `tokens`: (history, history + schemas).
-
-        Those are the capacity check's total (CAP-2): only a request over the window needs the
-        full breakdown, which `check_request` computes and raises with."""
-        if tokens[1] > self.runtime.context_window:
-            counter = self.token_counter
-            check_request(
-                request, runtime=self.runtime, tool_schemas=schemas, token_counter=counter
-            )
-        trims, self._pending = tuple(self._pending), []
-        try:
-            answer = self.provider.complete(request, schemas)
-        except ContextOverflowError:
-            self._log_call(iteration, kind, tokens, "overflow", trims)
-            raise
-        if not isinstance(answer, ProviderReply):
-            raise ProviderError(
-                f"provider {type(self.provider).__name__} returned {type(answer).__name__}, "
-                "not a ProviderReply"
-            )
-        self._log_call(
-            iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
-        )
-        return answer
-
-    def _log_call(
-        self,
-        iteration: int,
-        kind: CallKind,
-        tokens: tuple[int, int],
-        outcome: CallOutcome,
-        trims: tuple[HistoryTrimmed, ...],
-    ) -> None:
-        runtime = self.runtime
-        self.calls.append(
-            ProviderCall(
-                self.turn_id,
-                iteration,
-                kind,
-                *tokens,
-                runtime.effective_context_budget(),
-                runtime.context_window,
-                outcome,
-                trims,
-            )
-        )
-
-    def _apply_turn_limit(self) -> None:
-        """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
-
-        The ledger counts the turns (O(1)); only an excess runs the trim."""
-        max_turns = self.runtime.max_history_turns
-        if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
-            return
-        result = trim_conversation_to_recent_turns(
-            self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb
-        )
-        before = self._ledger.total
-        self._store.replace(insert_breadcrumb(result.history, crumb_present=False))
-        self._store.crumb = True
-        self._emit(
-            TrimReason.TURN_LIMIT,
-            result.dropped_messages,
-            result.kept_turns,
-            before,
-            self.runtime.effective_context_budget(),
-        )
-
-    def _proactive_trim(self) -> None:
-        """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
-        check on the ledger; only a needed trim looks at the rows."""
-        budget = self.runtime.effective_context_budget()
-        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
-            self._token_trim(budget)
-
-    def _reactive_trim(self, overflow: ContextOverflowError) -> None:
-        """After a provider overflow: trim to two thirds of the estimate (the policy's
-        `reactive_target`), then retry (RUN-2).
-
-        The request that overflowed is the ledger's rows: nothing changed since it was built."""
-        if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
-            raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._token_trim(self.policy.reactive_tokens(self._ledger.total))
-
-    def _token_trim(self, target: int) -> None:
-        """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
-
-        A first drop trims the history as it will be sent, with the breadcrumb already in."""
-        working, counter = self._ledger, self.token_counter
-        result: TrimResult = trim_to_recent_turns(
-            working, target, crumb_present=self._store.crumb, token_counter=counter,
-            policy=self.policy,
-        )
-        if not result.trimmed:
-            return
-        if not self._store.crumb:
-            with_crumb = insert_breadcrumb(working, crumb_present=False)
-            result = trim_to_recent_turns(
-                with_crumb, target, crumb_present=True, token_counter=counter, policy=self.policy
-            )
-        before = working.total
-        structured = trim_conversation_to_recent_turns(
-            self._store.items, result.kept_turns, has_leading_breadcrumb=self._store.crumb
-        )
-        if structured.dropped_turns != result.dropped_turns:
-            raise AssertionError("the structured and working histories disagree about turns")
-        self._store.replace(insert_breadcrumb(structured.history, crumb_present=False))
-        self._store.crumb = True
-        self._emit(
-            TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
-        )
-
-    def _emit(
-        self, reason: TrimReason, dropped: int, kept_turns: int, before: int, budget: int
-    ) -> None:
-        """One drop, one event (SEEN-2..3): to the client transports and the observers."""
-        event = HistoryTrimmed(
-            reason=reason,
-            dropped_messages=dropped,
-            kept_turns=kept_turns,
-            tokens_before=before,
-            tokens_after=self._ledger.total,
-            budget=budget,
-            counter=None if self.token_counter is None else counter_name(self.token_counter),
-        )
-        self.events.append(event)
-        self._pending.append(event)
-        self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
-
-
 
 
 def _name(field: str, value: object) -> str:

@@ -11,7 +11,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "histtrim"
 
 CORE = ("messages", "carriers", "turns", "estimate", "pairing", "trim", "safety")
 """The history core: it must work without any presentation or agent module."""
-HIGHER = ("display", "plotting", "runtime", "cli", "adapters", "ledger", "events", "providers")
+HIGHER = (
+    "display", "plotting", "runtime", "agent_trims", "agent_dispatch", "agent_history", "calls",
+    "legacy", "tools", "cli", "adapters", "ledger", "events", "providers",
+)
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

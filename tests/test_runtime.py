@@ -31,7 +31,13 @@ from histtrim.messages import (
     ToolResultMessage,
     ToolResults,
 )
-from histtrim.providers import ContextOverflowError, Overflow, ProviderReply, ScriptedProvider
+from histtrim.providers import (
+    ContextOverflowError,
+    Overflow,
+    ProviderError,
+    ProviderReply,
+    ScriptedProvider,
+)
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.runtime import (
     FINAL_SUMMARY_PROMPT,
@@ -564,6 +570,31 @@ def test_seen_4_legacy_run_final_summary_and_capacity() -> None:
     assert result.reply == "summary" and provider.requests[-1].tool_schemas == ()
     with pytest.raises(ContextCapacityExceeded):
         legacy_run(ScriptedProvider(), [], "x" * 4000, runtime=runtime(window=200))
+
+
+class _DictProvider(ScriptedProvider):
+    """Replays its script, then answers with a dict instead of a `ProviderReply`."""
+
+    def complete(
+        self, messages: Sequence[ChatMessage], tool_schemas: Sequence[ToolSchema]
+    ) -> ProviderReply:
+        if self.remaining:
+            return super().complete(messages, tool_schemas)
+        return {"text": "hi"}  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("script", [[], [calls("a")]], ids=["tool loop", "final summary"])
+def test_seen_4_legacy_run_refuses_a_non_reply(script: list[ProviderReply]) -> None:
+    """SEEN-4: the legacy loop checks what the provider returns, like the agent does, and
+    leaves the caller's history as it was."""
+    history = [ChatMessage.user("earlier"), ChatMessage.assistant("ok")]
+    before = list(history)
+    with pytest.raises(ProviderError, match="_DictProvider returned dict, not a ProviderReply"):
+        legacy_run(
+            _DictProvider(script), history, "go", runtime=runtime(max_tool_iterations=1),
+            tools=[read_log],
+        )
+    assert history == before
 
 
 # ------------------------------------------------------------------ PAIR-2 / PAIR-3

@@ -9,15 +9,15 @@ message the tool-result envelope. Whatever that row cannot say (a `name`, an ima
 `{"openai": {"set": {...}, "unset": [...]}}`, the keys that differ from what the row alone
 converts back to. So `to_openai(from_openai(messages)) == messages` (compared as JSON), and
 no text (model output, a pasted message) can change a row's role or become another message;
-turn boundaries and prices never depend on the extras. `from_openai` checks every row it
-makes converts back exactly, or raises.
+turn boundaries and prices never depend on the extras. `from_openai` checks each message
+first (`openai_checks`) and that every row it makes converts back exactly, or raises.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,23 +38,14 @@ from ..messages import (
 )
 from ..policy import SPEC, Policy
 from . import RecordTrimResult, trim_records
+from .openai_checks import ROLES as ROLES
+from .openai_checks import OpenAIFormatError as OpenAIFormatError
+from .openai_checks import check_message
 
 OpenAIMessage = dict[str, Any]
 
-ROLES = ("system", "developer", "user", "assistant", "tool")
-"""The chat-completions roles histtrim reads (`developer` is kept as a system row)."""
-
 ENVELOPE_KEY = "openai"
 _MARK_OPEN, _MARK_CLOSE = "[IMAGE:", "]"
-
-
-class OpenAIFormatError(ValueError):
-    """A message that is not a chat-completions message; names its index and field."""
-
-    def __init__(self, index: int, field: str, problem: str) -> None:
-        self.index, self.field, self.problem = index, field, problem
-        where = f"messages[{index}]" + (f".{field}" if field else "")
-        super().__init__(f"{where}: {problem}")
 
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[ChatMessage]:
@@ -117,7 +108,7 @@ def trim_openai(
 
 
 def _to_row(index: int, message: Mapping[str, Any]) -> ChatMessage:
-    _check(index, message)
+    check_message(index, message)
     original = dict(message)
     try:
         row = _plain_row(original)
@@ -137,93 +128,6 @@ def _to_row(index: int, message: Mapping[str, Any]) -> ChatMessage:
             index, "", "cannot be carried losslessly: keys must be strings and values JSON"
         )
     return row
-
-
-def _check(index: int, message: object) -> None:
-    """The checks a chat-completions message must pass; everything else is carried as is."""
-
-    def fail(field: str, problem: str) -> OpenAIFormatError:
-        return OpenAIFormatError(index, field, problem)
-
-    if not isinstance(message, Mapping):
-        raise fail("", f"expected an object, got {type(message).__name__}")
-    role = message.get("role")
-    if role == "function":
-        raise fail(
-            "role",
-            "role 'function' is the legacy function-calling format, which histtrim does not "
-            "read: convert it to a 'tool' message answering a tool call (tool_call_id)",
-        )
-    if role not in ROLES:
-        raise fail("role", f"expected one of {', '.join(ROLES)}; got {role!r}")
-    if role != "assistant" and "content" not in message:
-        raise fail("content", "required")
-    content = message.get("content")
-    if role == "assistant" and content is None:
-        pass
-    elif isinstance(content, list):
-        for k, part in enumerate(content):
-            _check_part(fail, f"content[{k}]", part)
-    elif not isinstance(content, str):
-        raise fail("content", f"expected a string or a list of parts, got {_kind(content)}")
-    if role == "tool":
-        call_id = message.get("tool_call_id")
-        if not isinstance(call_id, str) or not call_id:
-            raise fail("tool_call_id", f"expected a non-empty string, got {_kind(call_id)}")
-    if role == "assistant" and message.get("tool_calls") is not None:
-        calls = message["tool_calls"]
-        if not isinstance(calls, list):
-            raise fail("tool_calls", f"expected a list, got {_kind(calls)}")
-        for k, call in enumerate(calls):
-            _check_call(fail, f"tool_calls[{k}]", call)
-
-
-_Fail = Callable[[str, str], OpenAIFormatError]
-
-
-def _check_part(fail: _Fail, field: str, part: object) -> None:
-    if not isinstance(part, Mapping):
-        raise fail(field, f"expected an object, got {_kind(part)}")
-    kind = part.get("type")
-    if not isinstance(kind, str):
-        raise fail(f"{field}.type", f"expected a string, got {_kind(kind)}")
-    if kind == "text" and not isinstance(part.get("text"), str):
-        raise fail(f"{field}.text", f"expected a string, got {_kind(part.get('text'))}")
-    if kind == "image_url":
-        image = part.get("image_url")
-        if not isinstance(image, Mapping):
-            raise fail(f"{field}.image_url", f"expected an object, got {_kind(image)}")
-        if not isinstance(image.get("url"), str):
-            url = image.get("url")
-            raise fail(f"{field}.image_url.url", f"expected a string, got {_kind(url)}")
-
-
-def _check_call(fail: _Fail, field: str, call: object) -> None:
-    if not isinstance(call, Mapping):
-        raise fail(field, f"expected an object, got {_kind(call)}")
-    if not isinstance(call.get("id"), str) or not call["id"]:
-        raise fail(f"{field}.id", f"expected a non-empty string, got {_kind(call.get('id'))}")
-    if call.get("type", "function") != "function":
-        raise fail(f"{field}.type", f"only 'function' calls are supported, got {call['type']!r}")
-    function = call.get("function")
-    if not isinstance(function, Mapping):
-        raise fail(f"{field}.function", f"expected an object, got {_kind(function)}")
-    if not isinstance(function.get("name"), str) or not function["name"]:
-        name = function.get("name")
-        raise fail(f"{field}.function.name", f"expected a non-empty string, got {_kind(name)}")
-    if not isinstance(function.get("arguments"), str):
-        raise fail(
-            f"{field}.function.arguments",
-            f"expected a JSON string, got {_kind(function.get('arguments'))}",
-        )
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
-             list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _calls(message: Mapping[str, Any]) -> list[ToolCall] | None:

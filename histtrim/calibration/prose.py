@@ -127,10 +127,16 @@ def _sentence(
     return text
 
 
-def _paragraphs(rng: random.Random, sentence: object, asides: tuple[str, ...], size: int) -> str:
+def _prose(
+    rng: random.Random,
+    parts: tuple[tuple[str, ...], ...],
+    openers: tuple[str, ...],
+    asides: tuple[str, ...],
+) -> str:
+    """One to five paragraphs of one language's sentences, some with an aside."""
     paragraphs = []
-    for _ in range(size):
-        sentences = [sentence() for _ in range(rng.randint(2, 6))]  # type: ignore[operator]
+    for _ in range(rng.choice((1, 1, 2, 3, 5))):
+        sentences = [_sentence(rng, parts, openers) for _ in range(rng.randint(2, 6))]
         if rng.random() < 0.5:
             sentences.insert(rng.randint(0, len(sentences)), rng.choice(asides))
         paragraphs.append(" ".join(sentences))
@@ -138,17 +144,13 @@ def _paragraphs(rng: random.Random, sentence: object, asides: tuple[str, ...], s
 
 
 def english(rng: random.Random) -> str:
-    parts = (_EN_SUBJECTS, _EN_VERBS, _EN_OBJECTS, _EN_TAILS)
-    return _paragraphs(
-        rng, lambda: _sentence(rng, parts, _EN_OPENERS), _EN_ASIDES, rng.choice((1, 1, 2, 3, 5))
-    )
+    """Everyday English about a small shop's work: one to five paragraphs."""
+    return _prose(rng, (_EN_SUBJECTS, _EN_VERBS, _EN_OBJECTS, _EN_TAILS), _EN_OPENERS, _EN_ASIDES)
 
 
 def spanish(rng: random.Random) -> str:
-    parts = (_ES_SUBJECTS, _ES_VERBS, _ES_OBJECTS, _ES_TAILS)
-    return _paragraphs(
-        rng, lambda: _sentence(rng, parts, _ES_OPENERS), _ES_ASIDES, rng.choice((1, 1, 2, 3, 5))
-    )
+    """The same kind of prose in Spanish (accents, inverted marks)."""
+    return _prose(rng, (_ES_SUBJECTS, _ES_VERBS, _ES_OBJECTS, _ES_TAILS), _ES_OPENERS, _ES_ASIDES)
 
 
 def cjk(rng: random.Random) -> str:

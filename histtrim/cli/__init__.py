@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from .argtypes import count
 from .conformance import register as register_conformance
 from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from .estimate import cmd_estimate, format_turn_table
@@ -38,16 +39,6 @@ __all__ = [
     "main",
     "read_session",
 ]
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     session_args(trim)
     limit = trim.add_mutually_exclusive_group()
-    limit.add_argument("--budget", type=_count, help="token budget (0 disables the trim)")
-    limit.add_argument("--max-turns", type=_count, help="keep at most this many turns")
+    limit.add_argument("--budget", type=count, help="token budget (0 disables the trim)")
+    limit.add_argument("--max-turns", type=count, help="keep at most this many turns")
     route_args(trim, required=False)
     trim.add_argument("-o", "--output", help="write here instead of stdout")
     add_tokenizer_arg(trim)

@@ -9,20 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..conformance.broken import BROKEN
+from .argtypes import timeout_seconds
 from .errors import EXIT_OK, InputError
 
 EXIT_FAILED = 1
 DEFAULT_VECTORS = Path("conformance") / "vectors"
-
-
-def _timeout(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds in (0, 3600), got {text!r}")
-    return value
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -97,7 +88,7 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
                      help=f"the exported folder (default: {DEFAULT_VECTORS})")
     run.add_argument("--rules", help="comma-separated rule IDs or patterns, e.g. 'KEEP-*,EST-*'")
     run.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
-    run.add_argument("--timeout", type=_timeout, default=10.0,
+    run.add_argument("--timeout", type=timeout_seconds, default=10.0,
                      help="seconds per vector (default 10)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- the implementation's command")
     run.set_defaults(run=cmd_run)

@@ -17,6 +17,7 @@ from ..policy import SPEC, Policy
 from ..review.compare import SessionLoadError, format_review, run_review
 from ..review.replay import ReplaySettings, ReviewSession, session_from_items
 from ..route import select_route
+from .argtypes import count, positive
 from .errors import EXIT_OK, InputError
 from .sessions import read_session
 from .tokenizer import add_tokenizer_arg, token_counter
@@ -163,26 +164,6 @@ def cmd_review(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
-
-
 def add_review_command(commands: Any) -> None:
     """Register `histtrim review` on the `histtrim` subcommands."""
     review = commands.add_parser(
@@ -194,24 +175,24 @@ def add_review_command(commands: Any) -> None:
     )
     review.add_argument("sessions", nargs="+", help="session files, directories or globs")
     review.add_argument("--policy", action="append", default=[], help="a policy .toml/.json")
-    review.add_argument("--budget", type=_count, help="max_context_tokens (0: proactive off)")
+    review.add_argument("--budget", type=count, help="max_context_tokens (0: proactive off)")
     review.add_argument("--config", help="agent config (.toml or .json) instead of --budget")
     review.add_argument("--agent", help="agent name in the config")
     review.add_argument(
-        "--window", type=_positive, default=DEFAULT_WINDOW,
+        "--window", type=positive, default=DEFAULT_WINDOW,
         help=f"the model's declared context_window (default {DEFAULT_WINDOW})",
     )
     review.add_argument(
-        "--true-window", type=_positive,
+        "--true-window", type=positive,
         help="the provider's real window, hidden from the runtime (default: 3/4 of the "
         "declared window)",
     )
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
-    review.add_argument("--max-tool-iterations", type=_positive, default=10)
+    review.add_argument("--max-tool-iterations", type=positive, default=10)
     review.add_argument("--html", help="write a self-contained HTML report here")
     add_tokenizer_arg(review)
     review.add_argument(
-        "--workers", type=_positive, help=f"processes (default: every core, {os.cpu_count()})"
+        "--workers", type=positive, help=f"processes (default: every core, {os.cpu_count()})"
     )
     review.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler")
     review.add_argument(

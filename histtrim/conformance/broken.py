@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from .. import legacy, runtime, trim
+from .. import agent_trims, legacy, trim
+from ..agent_trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
 from ..estimate import message_costs
 from ..messages import ChatMessage, chat_rows, conversation_rows
 from ..policy import SPEC
-from ..runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
 from ..trim import TrimResult, TurnCountTrimResult
 from ..turns import index_turns
 
@@ -35,18 +35,18 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
     )
 
 
-def _message_limit(self: Agent) -> None:
+def _message_limit(self: AgentTrims) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
     name = "trim_conversation_to_recent_turns"
-    saved = getattr(runtime, name)
-    setattr(runtime, name, _message_count)
+    saved = getattr(agent_trims, name)
+    setattr(agent_trims, name, _message_count)
     try:
         _APPLY_TURN_LIMIT(self)
     finally:
-        setattr(runtime, name, saved)
+        setattr(agent_trims, name, saved)
 
 
-_APPLY_TURN_LIMIT = Agent._apply_turn_limit
+_APPLY_TURN_LIMIT = AgentTrims._apply_turn_limit
 
 
 def _strict_trim(
@@ -73,7 +73,7 @@ def _strict_trim(
                       fixed + total - sums[cut], budget_tokens)
 
 
-def _half_reactive(self: Agent, overflow: Exception) -> None:
+def _half_reactive(self: AgentTrims, overflow: Exception) -> None:
     """The reactive retry trims to half of the estimate instead of two thirds."""
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
         raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
@@ -113,14 +113,14 @@ BROKEN: dict[str, Broken] = {
             (trim, "trim_to_recent_turn_count", _message_count),
             (trim, "trim_conversation_to_recent_turns", _message_count),
             (legacy, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
-            (Agent, "_apply_turn_limit", _message_limit),
+            (AgentTrims, "_apply_turn_limit", _message_limit),
         ],
     ),
     "lt-budget-fit": Broken(
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
         lambda: [(trim, "trim_to_recent_turns", _strict_trim),
-                 (runtime, "trim_to_recent_turns", _strict_trim)],
+                 (agent_trims, "trim_to_recent_turns", _strict_trim)],
     ),
     "carrier-opens-turn": Broken(
         "a `[Tool results]` user row opens a new turn",
@@ -133,7 +133,7 @@ BROKEN: dict[str, Broken] = {
             "RUN-2": "the retry drops more turns than two thirds needs",
             "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
         },
-        lambda: [(Agent, "_reactive_trim", _half_reactive)],
+        lambda: [(AgentTrims, "_reactive_trim", _half_reactive)],
     ),
 }
 

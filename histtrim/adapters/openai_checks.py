@@ -1,0 +1,107 @@
+"""The checks a chat-completions message must pass before `adapters.openai` converts it
+(messages are hostile input): its role, content, parts, tool-call id and tool calls. A
+failure is an `OpenAIFormatError` naming the message's index and field."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+"""The chat-completions roles histtrim reads (`developer` is kept as a system row)."""
+
+
+class OpenAIFormatError(ValueError):
+    """A message that is not a chat-completions message; names its index and field."""
+
+    def __init__(self, index: int, field: str, problem: str) -> None:
+        self.index, self.field, self.problem = index, field, problem
+        where = f"messages[{index}]" + (f".{field}" if field else "")
+        super().__init__(f"{where}: {problem}")
+
+
+def check_message(index: int, message: object) -> None:
+    """The checks a chat-completions message must pass; everything else is carried as is."""
+
+    def fail(field: str, problem: str) -> OpenAIFormatError:
+        return OpenAIFormatError(index, field, problem)
+
+    if not isinstance(message, Mapping):
+        raise fail("", f"expected an object, got {type(message).__name__}")
+    role = message.get("role")
+    if role == "function":
+        raise fail(
+            "role",
+            "role 'function' is the legacy function-calling format, which histtrim does not "
+            "read: convert it to a 'tool' message answering a tool call (tool_call_id)",
+        )
+    if role not in ROLES:
+        raise fail("role", f"expected one of {', '.join(ROLES)}; got {role!r}")
+    if role != "assistant" and "content" not in message:
+        raise fail("content", "required")
+    content = message.get("content")
+    if role == "assistant" and content is None:
+        pass
+    elif isinstance(content, list):
+        for k, part in enumerate(content):
+            _check_part(fail, f"content[{k}]", part)
+    elif not isinstance(content, str):
+        raise fail("content", f"expected a string or a list of parts, got {_kind(content)}")
+    if role == "tool":
+        call_id = message.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise fail("tool_call_id", f"expected a non-empty string, got {_kind(call_id)}")
+    if role == "assistant" and message.get("tool_calls") is not None:
+        calls = message["tool_calls"]
+        if not isinstance(calls, list):
+            raise fail("tool_calls", f"expected a list, got {_kind(calls)}")
+        for k, call in enumerate(calls):
+            _check_call(fail, f"tool_calls[{k}]", call)
+
+
+_Fail = Callable[[str, str], OpenAIFormatError]
+
+
+def _check_part(fail: _Fail, field: str, part: object) -> None:
+    if not isinstance(part, Mapping):
+        raise fail(field, f"expected an object, got {_kind(part)}")
+    kind = part.get("type")
+    if not isinstance(kind, str):
+        raise fail(f"{field}.type", f"expected a string, got {_kind(kind)}")
+    if kind == "text" and not isinstance(part.get("text"), str):
+        raise fail(f"{field}.text", f"expected a string, got {_kind(part.get('text'))}")
+    if kind == "image_url":
+        image = part.get("image_url")
+        if not isinstance(image, Mapping):
+            raise fail(f"{field}.image_url", f"expected an object, got {_kind(image)}")
+        if not isinstance(image.get("url"), str):
+            url = image.get("url")
+            raise fail(f"{field}.image_url.url", f"expected a string, got {_kind(url)}")
+
+
+def _check_call(fail: _Fail, field: str, call: object) -> None:
+    if not isinstance(call, Mapping):
+        raise fail(field, f"expected an object, got {_kind(call)}")
+    if not isinstance(call.get("id"), str) or not call["id"]:
+        raise fail(f"{field}.id", f"expected a non-empty string, got {_kind(call.get('id'))}")
+    if call.get("type", "function") != "function":
+        raise fail(f"{field}.type", f"only 'function' calls are supported, got {call['type']!r}")
+    function = call.get("function")
+    if not isinstance(function, Mapping):
+        raise fail(f"{field}.function", f"expected an object, got {_kind(function)}")
+    if not isinstance(function.get("name"), str) or not function["name"]:
+        name = function.get("name")
+        raise fail(f"{field}.function.name", f"expected a non-empty string, got {_kind(name)}")
+    if not isinstance(function.get("arguments"), str):
+        raise fail(
+            f"{field}.function.arguments",
+            f"expected a JSON string, got {_kind(function.get('arguments'))}",
+        )
+
+
+def _kind(value: object) -> str:
+    """How an error names what it got: JSON's kinds, else the Python type."""
+    if value is None:
+        return "null"
+    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)

@@ -1,0 +1,37 @@
+"""The argparse `type=` converters the subcommands share: a bad value becomes argparse's
+one-line usage error naming the option and what it expected."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def count(text: str) -> int:
+    """A whole number >= 0 (a budget or a turn limit, where 0 has a meaning)."""
+    return _whole_number(text, 0)
+
+
+def positive(text: str) -> int:
+    """A whole number >= 1 (a window, an iteration or worker count)."""
+    return _whole_number(text, 1)
+
+
+def timeout_seconds(text: str) -> float:
+    """Seconds in (0, 3600)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds in (0, 3600), got {text!r}")
+    return value
+
+
+def _whole_number(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+    return value
