@@ -40,11 +40,9 @@ from .config import (
 )
 from .display import (
     History,
-    TurnStats,
     history_html,
     register_ipython_formatters,
     trim_result_html,
-    turn_stats,
 )
 from .estimate import (
     FRAME_TOKENS,
@@ -131,6 +129,7 @@ from .trim import (
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
+from .turn_sizes import TurnStats, turn_stats
 from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
 
 __all__ = [

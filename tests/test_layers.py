@@ -9,11 +9,14 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "histtrim"
 
-CORE = ("messages", "carriers", "turns", "estimate", "pairing", "trim", "safety")
+CORE = (
+    "messages", "carriers", "turns", "estimate", "pairing", "trim", "safety", "turn_sizes",
+)
 """The history core: it must work without any presentation or agent module."""
 HIGHER = (
-    "display", "plotting", "runtime", "agent_trims", "agent_dispatch", "agent_history", "calls",
-    "legacy", "tools", "cli", "adapters", "ledger", "events", "providers",
+    "display", "display_page", "display_html", "plotting", "runtime", "agent_trims",
+    "agent_dispatch", "agent_history", "calls", "legacy", "tools", "cli", "adapters", "ledger",
+    "events", "providers",
 )
 
 

@@ -102,7 +102,7 @@ def test_every_policy_parameter_defaults_to_the_spec() -> None:
         "histtrim.safety.cap_tool_result", "histtrim.safety.ChannelSenderCache.__init__",
         "histtrim.providers.ScriptedProvider.__init__", "histtrim.runtime.Agent.__init__",
         "histtrim.adapters.trim_records", "histtrim.adapters.openai.trim_openai",
-        "histtrim.display.turn_stats",
+        "histtrim.turn_sizes.turn_stats",
     }
     assert required <= set(found), sorted(required - set(found))
     for name, parameter in found.items():

@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 STATUS = ROOT / "build" / "test-status.json"
 # Layer order of the API reference (lower layers first); modules not listed follow in the
 # order `histtrim/__init__.py` imports them, so a new module needs no edit here.
-LAYERS = ["messages", "carriers", "turns", "estimate", "trim", "config", "route", "capacity",
-          "events", "providers", "runtime", "safety", "ledger", "adapters", "adapters.openai",
-          "display"]
+LAYERS = ["messages", "carriers", "turns", "estimate", "trim", "turn_sizes", "config", "route",
+          "capacity", "events", "providers", "runtime", "safety", "ledger", "adapters",
+          "adapters.openai", "display"]
 SUBMODULES = ["histtrim.examples", "histtrim.plotting", "histtrim.specindex"]
 
 

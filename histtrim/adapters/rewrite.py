@@ -13,10 +13,10 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any
 
-from ..display import TurnStats
 from ..events import HistoryTrimmed, TrimReason
 from ..messages import BREADCRUMB, row_facts
 from ..trim import first_turn_within
+from ..turn_sizes import TurnStats
 from ..turns import TurnIndex
 from ..validation import non_negative
 from .formats import HistoryFile, breadcrumb_record
@@ -193,7 +193,7 @@ def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: ran
 
 def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
     """Per turn: messages, tokens, images and the cumulative size from the newest turn (turn
-    0 is the system prefix and the breadcrumb), as `display.turn_stats` computes them."""
+    0 is the system prefix and the breadcrumb), as `turn_sizes.turn_stats` computes them."""
     index = turn_index(hf, crumb_present)
     turns = index.turn_count
     bounds = [0, *(index.turn_start(k) for k in range(turns)), len(hf)]

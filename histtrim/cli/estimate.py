@@ -8,8 +8,8 @@ from itertools import islice
 
 from ..adapters.rewrite import turn_table
 from ..counting import counter_name
-from ..display import TurnStats, turn_stats
 from ..estimate import FRAME_TOKENS, IMAGE_TOKENS
+from ..turn_sizes import TurnStats, turn_stats
 from .errors import EXIT_OK
 from .jsontext import display_name, read_bytes
 from .output import emit

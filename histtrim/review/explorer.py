@@ -12,8 +12,8 @@ from fractions import Fraction
 from typing import Any
 
 from ..config import ProviderProfile, RuntimeProfile
-from ..display import turn_stats
 from ..policy import SPEC, Policy
+from ..turn_sizes import turn_stats
 from .replay import ReplaySettings, ReviewSession, SessionReplay, Trim, replay
 
 
