@@ -10,6 +10,8 @@ trip is exact and no text can forge a role, a block or a message:
   declared attachments, priced only in the current turn (EST-2, EST-3);
 - any other user message is a user row, its images `[IMAGE:...]` markers priced as images
   (EST-2); an assistant message with `tool_use` blocks is a native tool-call row.
+
+Messages are hostile: `anthropic_checks` checks each one before it is converted here.
 """
 
 from __future__ import annotations
@@ -23,18 +25,12 @@ from typing import Any
 from ..carriers import image_marker, json_object, parse_tool_result, tool_results_carrier
 from ..messages import BREADCRUMB, Attachment, ChatMessage, ToolCall
 from . import RecordTrimResult, trim_records
+from .anthropic_checks import ROLES as ROLES
+from .anthropic_checks import AnthropicFormatError as AnthropicFormatError
+from .anthropic_checks import check_block, checked_blocks, image_target
+from .kinds import json_kind
 
 AnthropicMessage = dict[str, Any]
-ROLES = ("user", "assistant")
-
-
-class AnthropicFormatError(ValueError):
-    """A body or message that is not in the Messages format; names the field."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        field = field.lstrip(".")
-        self.field, self.problem = field, problem
-        super().__init__(f"{field}: {problem}" if field else problem)
 
 
 @dataclass(frozen=True)
@@ -65,13 +61,13 @@ def from_anthropic(
     if isinstance(body, Mapping):
         messages = body.get("messages")
         if not isinstance(messages, list):
-            raise AnthropicFormatError("messages", f"expected a list, got {_kind(messages)}")
+            raise AnthropicFormatError("messages", f"expected a list, got {json_kind(messages)}")
         # The other keys, deep-copied, with a placeholder where `messages` goes back.
         document = {k: None if k == "messages" else copy.deepcopy(v) for k, v in body.items()}
     elif isinstance(body, Sequence) and not isinstance(body, str | bytes):
         document, messages = {"messages": None}, list(body)
     else:
-        raise AnthropicFormatError("", f"expected a request body or a list, got {_kind(body)}")
+        raise AnthropicFormatError("", f"expected a request body or a list, got {json_kind(body)}")
     rows: list[ChatMessage] = []
     if "system" in document:
         rows.append(ChatMessage.system(_system_text(document["system"])))
@@ -188,22 +184,7 @@ def trim_anthropic(
 
 def message_row(message: object, where: str = "") -> ChatMessage:
     """The row of one message; errors name the field under `where` (e.g. `messages[3]`)."""
-    if not isinstance(message, Mapping):
-        raise AnthropicFormatError(where, f"expected an object, got {_kind(message)}")
-    role = message.get("role")
-    if role not in ROLES:
-        raise AnthropicFormatError(f"{where}.role", f"expected 'user' or 'assistant', got {role!r}")
-    if "content" not in message:
-        raise AnthropicFormatError(f"{where}.content", "required")
-    content = message["content"]
-    if isinstance(content, str):
-        blocks: list[Mapping[str, Any]] = [{"type": "text", "text": content}]
-    elif isinstance(content, list):
-        blocks = [_check_block(f"{where}.content[{k}]", b) for k, b in enumerate(content)]
-    else:
-        raise AnthropicFormatError(
-            f"{where}.content", f"expected a string or a list of blocks, got {_kind(content)}"
-        )
+    role, blocks = checked_blocks(message, where)
     if role == "assistant":
         return _assistant_row(blocks)
     if any(block["type"] == "tool_result" for block in blocks):
@@ -211,76 +192,12 @@ def message_row(message: object, where: str = "") -> ChatMessage:
     return ChatMessage.user("".join(_render(block) for block in blocks))
 
 
-def _check_block(where: str, block: object) -> Mapping[str, Any]:
-    if not isinstance(block, Mapping):
-        raise AnthropicFormatError(where, f"expected an object, got {_kind(block)}")
-    kind = block.get("type")
-    if not isinstance(kind, str):
-        raise AnthropicFormatError(f"{where}.type", f"expected a string, got {_kind(kind)}")
-    if kind == "text":
-        _need_str(where, block, "text")
-    elif kind == "image":
-        _image_target(where, block)
-    elif kind == "tool_use":
-        _need_str(where, block, "id", nonempty=True)
-        _need_str(where, block, "name", nonempty=True)
-        if not isinstance(block.get("input"), Mapping):
-            raise AnthropicFormatError(
-                f"{where}.input", f"expected an object, got {_kind(block.get('input'))}"
-            )
-    elif kind == "tool_result":
-        _need_str(where, block, "tool_use_id", nonempty=True)
-        if "is_error" in block and not isinstance(block["is_error"], bool):
-            raise AnthropicFormatError(
-                f"{where}.is_error", f"expected a boolean, got {_kind(block['is_error'])}"
-            )
-        content = block.get("content", "")
-        if isinstance(content, list):
-            for k, inner in enumerate(content):
-                checked = _check_block(f"{where}.content[{k}]", inner)
-                if checked["type"] not in ("text", "image"):
-                    raise AnthropicFormatError(
-                        f"{where}.content[{k}].type",
-                        f"expected 'text' or 'image' in a tool result, got {checked['type']!r}",
-                    )
-        elif not isinstance(content, str):
-            raise AnthropicFormatError(
-                f"{where}.content", f"expected a string or a list of blocks, got {_kind(content)}"
-            )
-    return block
-
-
-def _need_str(where: str, block: Mapping[str, Any], key: str, *, nonempty: bool = False) -> None:
-    value = block.get(key)
-    if not isinstance(value, str) or (nonempty and not value):
-        expected = "a non-empty string" if nonempty else "a string"
-        raise AnthropicFormatError(f"{where}.{key}", f"expected {expected}, got {_kind(value)}")
-
-
-def _image_target(where: str, block: Mapping[str, Any]) -> str:
-    """The image as a marker target: its URL, or a `data:` URL of its base64 data."""
-    source = block.get("source")
-    if not isinstance(source, Mapping):
-        raise AnthropicFormatError(f"{where}.source", f"expected an object, got {_kind(source)}")
-    kind = source.get("type")
-    if kind == "url":
-        _need_str(f"{where}.source", source, "url", nonempty=True)
-        return str(source["url"])
-    if kind == "base64":
-        _need_str(f"{where}.source", source, "media_type", nonempty=True)
-        _need_str(f"{where}.source", source, "data")
-        return f"data:{source['media_type']};base64,{source['data']}"
-    raise AnthropicFormatError(
-        f"{where}.source.type", f"expected 'base64' or 'url', got {kind!r}"
-    )
-
-
 def _render(block: Mapping[str, Any]) -> str:
     """A block's priced text: text as is, an image as a marker, any other block as JSON."""
     if block["type"] == "text":
         return str(block["text"])
     if block["type"] == "image":
-        return image_marker(_image_target("", block))
+        return image_marker(image_target("", block))
     return _dumps(block)
 
 
@@ -313,7 +230,7 @@ def _results_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
         content = block.get("content", "")
         inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
         text = "".join(str(b["text"]) for b in inner if b["type"] == "text")
-        images.extend(_image_target("", b) for b in inner if b["type"] == "image")
+        images.extend(image_target("", b) for b in inner if b["type"] == "image")
         label = block["tool_use_id"] + (" error" if block.get("is_error") else "")
         results.append((label, text))
     row = tool_results_carrier(results, attachments=images)
@@ -327,11 +244,11 @@ def _system_text(system: object) -> str:
         return system
     if not isinstance(system, list):
         raise AnthropicFormatError(
-            "system", f"expected a string or a list of text blocks, got {_kind(system)}"
+            "system", f"expected a string or a list of text blocks, got {json_kind(system)}"
         )
     texts = []
     for k, block in enumerate(system):
-        checked = _check_block(f"system[{k}]", block)
+        checked = check_block(f"system[{k}]", block)
         if checked["type"] != "text":
             raise AnthropicFormatError(
                 f"system[{k}].type", f"expected 'text', got {checked['type']!r}"
@@ -345,14 +262,6 @@ def _input(call: ToolCall) -> Any:
         return json.loads(call.arguments)
     except ValueError:
         return {"arguments": call.arguments}
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
-             list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _dumps(value: object) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from .kinds import json_kind
+
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The chat-completions roles histtrim reads (`developer` is kept as a system row)."""
 
@@ -45,15 +47,15 @@ def check_message(index: int, message: object) -> None:
         for k, part in enumerate(content):
             _check_part(fail, f"content[{k}]", part)
     elif not isinstance(content, str):
-        raise fail("content", f"expected a string or a list of parts, got {_kind(content)}")
+        raise fail("content", f"expected a string or a list of parts, got {json_kind(content)}")
     if role == "tool":
         call_id = message.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
-            raise fail("tool_call_id", f"expected a non-empty string, got {_kind(call_id)}")
+            raise fail("tool_call_id", f"expected a non-empty string, got {json_kind(call_id)}")
     if role == "assistant" and message.get("tool_calls") is not None:
         calls = message["tool_calls"]
         if not isinstance(calls, list):
-            raise fail("tool_calls", f"expected a list, got {_kind(calls)}")
+            raise fail("tool_calls", f"expected a list, got {json_kind(calls)}")
         for k, call in enumerate(calls):
             _check_call(fail, f"tool_calls[{k}]", call)
 
@@ -63,45 +65,37 @@ _Fail = Callable[[str, str], OpenAIFormatError]
 
 def _check_part(fail: _Fail, field: str, part: object) -> None:
     if not isinstance(part, Mapping):
-        raise fail(field, f"expected an object, got {_kind(part)}")
+        raise fail(field, f"expected an object, got {json_kind(part)}")
     kind = part.get("type")
     if not isinstance(kind, str):
-        raise fail(f"{field}.type", f"expected a string, got {_kind(kind)}")
+        raise fail(f"{field}.type", f"expected a string, got {json_kind(kind)}")
     if kind == "text" and not isinstance(part.get("text"), str):
-        raise fail(f"{field}.text", f"expected a string, got {_kind(part.get('text'))}")
+        raise fail(f"{field}.text", f"expected a string, got {json_kind(part.get('text'))}")
     if kind == "image_url":
         image = part.get("image_url")
         if not isinstance(image, Mapping):
-            raise fail(f"{field}.image_url", f"expected an object, got {_kind(image)}")
+            raise fail(f"{field}.image_url", f"expected an object, got {json_kind(image)}")
         if not isinstance(image.get("url"), str):
             url = image.get("url")
-            raise fail(f"{field}.image_url.url", f"expected a string, got {_kind(url)}")
+            raise fail(f"{field}.image_url.url", f"expected a string, got {json_kind(url)}")
 
 
 def _check_call(fail: _Fail, field: str, call: object) -> None:
     if not isinstance(call, Mapping):
-        raise fail(field, f"expected an object, got {_kind(call)}")
+        raise fail(field, f"expected an object, got {json_kind(call)}")
     if not isinstance(call.get("id"), str) or not call["id"]:
-        raise fail(f"{field}.id", f"expected a non-empty string, got {_kind(call.get('id'))}")
+        raise fail(f"{field}.id", f"expected a non-empty string, got {json_kind(call.get('id'))}")
     if call.get("type", "function") != "function":
         raise fail(f"{field}.type", f"only 'function' calls are supported, got {call['type']!r}")
     function = call.get("function")
     if not isinstance(function, Mapping):
-        raise fail(f"{field}.function", f"expected an object, got {_kind(function)}")
+        raise fail(f"{field}.function", f"expected an object, got {json_kind(function)}")
     if not isinstance(function.get("name"), str) or not function["name"]:
         name = function.get("name")
-        raise fail(f"{field}.function.name", f"expected a non-empty string, got {_kind(name)}")
+        raise fail(f"{field}.function.name", f"expected a non-empty string, got {json_kind(name)}")
     if not isinstance(function.get("arguments"), str):
         raise fail(
             f"{field}.function.arguments",
-            f"expected a JSON string, got {_kind(function.get('arguments'))}",
+            f"expected a JSON string, got {json_kind(function.get('arguments'))}",
         )
 
-
-def _kind(value: object) -> str:
-    """How an error names what it got: JSON's kinds, else the Python type."""
-    if value is None:
-        return "null"
-    names = {str: "a string", bool: "a boolean", int: "a number", float: "a number",
-             list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
