@@ -98,4 +98,3 @@ def _check_call(fail: _Fail, field: str, call: object) -> None:
             f"{field}.function.arguments",
             f"expected a JSON string, got {json_kind(function.get('arguments'))}",
         )
-
