@@ -4,18 +4,9 @@ Every figure function returns the figure together with the numbers it plots, so 
 notebook cell can print them: nbval compares printed text, never PNGs. Turn numbers
 shown to readers are 1-based (turn 1 is the oldest); rows are 0-based positions."""
 
-from .budget import (
-    BudgetCut,
-    BudgetGrid,
-    CutRow,
-    PruningPlot,
-    PruningRow,
-    budget_cut,
-    budget_heatmap,
-    cumulative_from_newest,
-    pruning_effect,
-)
+from .budget import BudgetGrid, PruningPlot, PruningRow, budget_heatmap, pruning_effect
 from .capacity import CapacityPlot, capacity_breakdown
+from .cut import BudgetCut, CutRow, budget_cut, cumulative_from_newest
 from .estimate import EstimatePlot, EstimateRow, estimate_rows, estimate_vs_bytes
 from .loop import CallTimeline, TimelineRow, call_timeline, timeline_rows, timeline_table
 from .measured import CONTENDER_STYLES, MeasuredPlot, MeasuredRow, measured_trim_times
