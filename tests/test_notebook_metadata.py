@@ -24,3 +24,21 @@ def test_committed_language_info_is_what_the_kernel_reports() -> None:
         metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
         assert metadata["language_info"] == reported, notebook.name
         assert metadata["kernelspec"]["name"] == "python3", notebook.name
+
+
+def test_every_figure_has_a_caption_and_alt_text() -> None:
+    """A figure on the site is described for readers who cannot see it (cell metadata
+    `mystnb.image.alt`) and named in the figure list (`mystnb.figure.caption`)."""
+    missing = []
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        for n, cell in enumerate(cells):
+            outputs = cell.get("outputs", [])
+            if not any("image/png" in output.get("data", {}) for output in outputs):
+                continue
+            mystnb = cell["metadata"].get("mystnb", {})
+            alt = mystnb.get("image", {}).get("alt", "")
+            caption = mystnb.get("figure", {}).get("caption", "")
+            if len(alt) < 40 or not caption:
+                missing.append(f"{notebook.name} cell {n}")
+    assert not missing, f"figures without alt text or caption: {missing}"
