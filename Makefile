@@ -26,7 +26,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root without --allow-root (containers, CI): add it only for root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean vectors
+.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean vectors regenerate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,6 +85,11 @@ notebooks: $(INSTALLED)
 # `make nb/01_turns` == `make notebooks NB=notebooks/01_turns.ipynb`
 nb/%: $(INSTALLED)
 	$(MAKE) notebooks NB=notebooks/$*.ipynb
+
+# Everything generated and committed, in dependency order: the notebooks, the vectors their
+# calls make, then chapter 12, which reads the vectors. Run it after any library change.
+regenerate: notebooks vectors
+	$(MAKE) nb/12_conformance
 
 # Headless: prints the URL (with its token) to open; works as root; LAB_ARGS for more.
 lab: $(INSTALLED)

@@ -17,7 +17,14 @@ from langchain_core.messages import (
 )
 from langchain_core.messages import trim_messages as lc_trim_messages
 
-from histtrim import BREADCRUMB, estimate_history_tokens, trim_to_recent_turns
+from histtrim import (
+    BREADCRUMB,
+    dispatched_images,
+    estimate_history_tokens,
+    message_cost,
+    parse_tool_result,
+    trim_to_recent_turns,
+)
 from histtrim.adapters.langchain import from_langchain, trim_messages
 
 
@@ -158,6 +165,32 @@ def test_est_2_image_blocks_are_priced_as_images_and_no_text_forges_a_role() -> 
     assert [r.role for r in rows] == ["user", "assistant", "user"]
     assert estimate_history_tokens(rows[:1]) == 1 + 1600 + 4
     assert not rows[1].content.startswith("{")  # priced as its JSON string, not a call
+
+
+def test_est_3_tool_message_image_blocks_are_declared_attachments() -> None:
+    """EST-3: a ToolMessage's image blocks are images the tool declared: priced at 1,600
+    while the result is in the current turn, and never as the JSON of the block."""
+    shot = {"type": "image", "base64": "iVBORw0KGgo" * 200, "mime_type": "image/png"}
+    tool = ToolMessage([{"type": "text", "text": "Rendered."}, shot,
+                        {"type": "image_url", "image_url": {"url": "https://x.test/b.png"}}],
+                       tool_call_id="c1")
+    history = [
+        HumanMessage("Show me the page"),
+        AIMessage("", tool_calls=[{"name": "screenshot", "args": {}, "id": "c1"}]),
+        tool,
+    ]
+    rows = from_langchain(history)
+    parsed = parse_tool_result(rows[2])
+    assert parsed is not None and parsed.content == "Rendered."
+    assert [a.target for a in parsed.attachments or ()] == [
+        "data:image/png;base64," + shot["base64"], "https://x.test/b.png"
+    ]
+    assert message_cost(rows[2], current_turn=True) == 3 + 2 * 1600 + 4
+    later = from_langchain([*history, AIMessage("Two screenshots."), HumanMessage("ok")])
+    assert dispatched_images(later[2], current_turn=False) == 0
+    plain = from_langchain([ToolMessage([{"type": "text", "text": "ok"}], tool_call_id="c1")])
+    assert parse_tool_result(plain[0]) is not None
+    assert parse_tool_result(plain[0]).attachments is None  # type: ignore[union-attr]
 
 
 # ------------------------------------------------------------------ property: the library's cut

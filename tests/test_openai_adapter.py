@@ -343,6 +343,25 @@ BAD_MESSAGES = [
         "JSON string, got a number",
     ),
     ({"role": "user", "content": "x", "extra": {1, 2}}, "", "not JSON-serializable"),
+    # An Anthropic body's blocks are not chat-completions parts: refused, never dropped.
+    (
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f",
+                                           "input": {}}]},
+        "content[0].type",
+        "'tool_use' is an Anthropic content block",
+    ),
+    (
+        {"role": "user", "content": [{"type": "text", "text": "a"},
+                                     {"type": "tool_result", "tool_use_id": "t"}]},
+        "content[1].type",
+        "'tool_result' is an Anthropic content block",
+    ),
+    (
+        {"role": "user", "content": [{"type": "image", "source": {"type": "url",
+                                                                  "url": "https://x/a.png"}}]},
+        "content[0].type",
+        "'image' is an Anthropic content block",
+    ),
 ]
 
 

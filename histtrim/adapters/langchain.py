@@ -90,8 +90,8 @@ def trim_messages(
 def from_langchain(messages: Sequence[BaseMessage]) -> list[ChatMessage]:
     """The provider-facing row of each message: system, human and AI text (image blocks as
     `[IMAGE:...]` markers, priced as images, EST-2), tool calls as the native envelope and a
-    `ToolMessage` as the tool-result envelope. The role comes from the message type, never
-    from its text."""
+    `ToolMessage` as the tool-result envelope (its image blocks declared attachments, EST-3).
+    The role comes from the message type, never from its text."""
     lc = _lc()
     rows: list[ChatMessage] = []
     for i, message in enumerate(messages):
@@ -117,11 +117,26 @@ def _row(lc: Any, message: Any) -> ChatMessage:
                  for c in message.tool_calls]
         return ChatMessage.assistant_tool_calls(text or None, calls)
     if isinstance(message, lc.ToolMessage):
-        return ChatMessage.tool_result(message.tool_call_id, _text(message.content, images=False))
+        return _tool_row(message.tool_call_id, message.content)
     raise TypeError(
         f"expected a SystemMessage, HumanMessage, AIMessage or ToolMessage, got "
         f"{type(message).__name__}"
     )
+
+
+def _tool_row(call_id: str, content: Any) -> ChatMessage:
+    """A `ToolMessage` as the tool-result envelope: its image blocks are the images the tool
+    declared (attachments, priced only in the current turn: EST-2, EST-3), not text."""
+    if not isinstance(content, list):
+        return ChatMessage.tool_result(call_id, _text(content, images=False))
+    images = [
+        url for block in content if isinstance(block, dict)
+        if (url := _image_url(block)) is not None
+    ]
+    if not images:
+        return ChatMessage.tool_result(call_id, _text(content, images=False))
+    rest = [b for b in content if not (isinstance(b, dict) and _image_url(b) is not None)]
+    return ChatMessage.tool_result(call_id, _text(rest, images=False), attachments=images)
 
 
 def _text(content: Any, *, images: bool) -> str:

@@ -61,12 +61,25 @@ def check_message(index: int, message: object) -> None:
 _Fail = Callable[[str, str], OpenAIFormatError]
 
 
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "image", "document", "thinking", "redacted_thinking"}
+)
+"""Block types of Anthropic messages that chat-completions has no part for: text read as
+OpenAI parts would silently lose them, so they are refused."""
+
+
 def _check_part(fail: _Fail, field: str, part: object) -> None:
     if not isinstance(part, Mapping):
         raise fail(field, f"expected an object, got {_kind(part)}")
     kind = part.get("type")
     if not isinstance(kind, str):
         raise fail(f"{field}.type", f"expected a string, got {_kind(kind)}")
+    if kind in ANTHROPIC_BLOCKS:
+        raise fail(
+            f"{field}.type",
+            f"{kind!r} is an Anthropic content block, not a chat-completions part "
+            "(an Anthropic request body is read as such when its format is detected)",
+        )
     if kind == "text" and not isinstance(part.get("text"), str):
         raise fail(f"{field}.text", f"expected a string, got {_kind(part.get('text'))}")
     if kind == "image_url":
