@@ -127,3 +127,22 @@ def test_search_finds_a_rule(browser: object, base_url: str) -> None:
     assert results.count() >= 3
     page.screenshot(path=str(SHOTS / "search.png"), full_page=True)  # type: ignore[attr-defined]
     assert not errors
+
+
+def test_visible_code_fits_a_1280px_window(browser: object, base_url: str) -> None:
+    """No visible code cell scrolls sideways at a 1280px-wide window: the 84 columns that
+    tests/test_notebook_style.py allows fit the code column (hide-input cells may scroll)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    scrolling = []
+    for notebook in NOTEBOOKS:
+        page.goto(f"{base_url}/{notebook.stem}.html", wait_until="networkidle")
+        widths = page.evaluate(
+            "() => Array.from(document.querySelectorAll("
+            "'div.cell:not(.tag_hide-input) div.cell_input pre'))"
+            ".map(e => [e.scrollWidth, e.clientWidth])"
+        )
+        assert widths, notebook.name
+        scrolling += [f"{notebook.stem} code cell {n}" for n, (scroll, client)
+                      in enumerate(widths) if scroll > client]
+    page.close()
+    assert not scrolling, scrolling

@@ -1,0 +1,50 @@
+"""The site shows about 80 monospace characters of a code cell at a 1280px-wide window: every
+line of a visible code cell fits in 84 columns, so no reader meets a horizontal scrollbar."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+MAX_COLUMNS = 84
+# The site does not show the source of these cells (hide-input folds it, remove-cell drops it).
+HIDDEN_SOURCE_TAGS = {"hide-input", "remove-input", "remove-cell"}
+
+
+def long_lines(notebook: Path) -> list[str]:
+    """`notebook cell N line M (K chars): text` for every over-long line of a visible code cell."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    found = []
+    for n, cell in enumerate(cells):
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell["cell_type"] != "code" or tags & HIDDEN_SOURCE_TAGS:
+            continue
+        for m, line in enumerate("".join(cell["source"]).splitlines(), start=1):
+            if len(line) > MAX_COLUMNS:
+                found.append(f"{notebook.name} cell {n} line {m} ({len(line)} chars): {line}")
+    return found
+
+
+def test_the_notebooks_exist() -> None:
+    assert len(NOTEBOOKS) >= 15
+
+
+def test_visible_code_lines_fit_the_page() -> None:
+    found = [line for notebook in NOTEBOOKS for line in long_lines(notebook)]
+    header = f"{len(found)} code lines longer than {MAX_COLUMNS} characters:"
+    assert not found, "\n".join([header, *found])
+
+
+def test_a_long_line_is_named(tmp_path: Path) -> None:
+    """The check itself: a long visible line is reported with notebook, cell and line; the
+    same line in a hide-input cell or a markdown cell is not."""
+    long = "x = " + "1 + " * 30 + "1"
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": [long]},
+        {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": [long]},
+        {"cell_type": "code", "metadata": {}, "source": ["y = 1\n", long]},
+    ]
+    notebook = tmp_path / "99_probe.ipynb"
+    notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert long_lines(notebook) == [f"99_probe.ipynb cell 2 line 2 ({len(long)} chars): {long}"]
