@@ -189,10 +189,10 @@ def message_row(message: object, where: str = "") -> ChatMessage:
         return _assistant_row(blocks)
     if any(block["type"] == "tool_result" for block in blocks):
         return _results_row(blocks)
-    return ChatMessage.user("".join(_render(block) for block in blocks))
+    return ChatMessage.user("".join(render_block(block) for block in blocks))
 
 
-def _render(block: Mapping[str, Any]) -> str:
+def render_block(block: Mapping[str, Any]) -> str:
     """A block's priced text: text as is, an image as a marker, any other block as JSON."""
     if block["type"] == "text":
         return str(block["text"])
@@ -207,7 +207,7 @@ def _assistant_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
         for b in blocks
         if b["type"] == "tool_use"
     ]
-    text = "".join(_render(b) for b in blocks if b["type"] != "tool_use")
+    text = "".join(render_block(b) for b in blocks if b["type"] != "tool_use")
     if calls:
         return ChatMessage.assistant_tool_calls(text or None, calls)
     if json_object(text) is not None:
@@ -225,18 +225,25 @@ def _results_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
     extra: list[str] = []
     for block in blocks:
         if block["type"] != "tool_result":
-            extra.append(_render(block))
+            extra.append(render_block(block))
             continue
-        content = block.get("content", "")
-        inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        text = "".join(str(b["text"]) for b in inner if b["type"] == "text")
-        images.extend(image_target("", b) for b in inner if b["type"] == "image")
+        text, declared = result_parts(block)
+        images.extend(declared)
         label = block["tool_use_id"] + (" error" if block.get("is_error") else "")
         results.append((label, text))
     row = tool_results_carrier(results, attachments=images)
     if extra:
         row = ChatMessage.user(row.content + "\n" + "".join(extra))
     return row
+
+
+def result_parts(block: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """A checked `tool_result` block's text and the targets of its images (the images the
+    tool declared, EST-3)."""
+    content = block.get("content", "")
+    inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    text = "".join(str(b["text"]) for b in inner if b["type"] == "text")
+    return text, tuple(image_target("", b) for b in inner if b["type"] == "image")
 
 
 def _system_text(system: object) -> str:

@@ -12,13 +12,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..adapters.anthropic_items import anthropic_items
+from ..adapters.formats import sniff_format
+from ..adapters.records import Format, FormatError
 from ..config import AgentConfig, ProviderProfile, RuntimeProfile
+from ..messages import ConversationMessage
 from ..policy import SPEC, Policy
 from ..review.compare import SessionLoadError, format_review, run_review
 from ..review.replay import ReplaySettings, ReviewSession, session_from_items
 from ..route import select_route
 from .argtypes import count, positive
 from .errors import EXIT_OK, InputError
+from .jsontext import display_name, read_bytes
+from .rowfiles import read_rows
 from .sessions import read_session
 from .tokenizer import add_tokenizer_arg, token_counter
 
@@ -66,16 +72,39 @@ def load_session(path: str) -> ReviewSession:
     """A session file as a replay. An object file may say `"crumb_present": true` (the row
     after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
     were restored, not replayed)."""
-    session = read_session(path)
-    wrapper = session.wrapper or {}
+    data = read_bytes(path)
+    if _format(data) == "anthropic":
+        items, wrapper = _anthropic_session(path, data)
+    else:
+        session = read_session(path, data=data)
+        items, wrapper = session.items, session.wrapper or {}
     crumb = bool(_flag(path, wrapper, "crumb_present", bool))
     restored = _flag(path, wrapper, "restored_turns", int) or 0
     try:
         return session_from_items(
-            Path(path).stem, session.items, crumb_present=crumb, restored_turns=restored
+            Path(path).stem, items, crumb_present=crumb, restored_turns=restored
         )
     except ValueError as error:
         raise InputError(path, str(error).split("\n", 1)[0]) from None
+
+
+def _format(data: bytes) -> Format | None:
+    try:
+        return sniff_format(data)
+    except FormatError:
+        return None  # the strict reader names the problem
+
+
+def _anthropic_session(path: str, data: bytes) -> tuple[list[ConversationMessage], dict[str, Any]]:
+    """An Anthropic request body (or its messages as JSON Lines) as structured items, each
+    tool result with its own images; bad input names its line and field."""
+    source = display_name(path)
+    history = read_rows(source, data, "anthropic")
+    assert history is not None  # an Anthropic file is read here or refused with its error
+    messages = [history.record(i) for i in range(history.records)]
+    body = {k: v for k, v in (history.body or {}).items() if k != "messages"}
+    items = anthropic_items({**body, "messages": messages} if history.body else messages)
+    return items, body
 
 
 def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
