@@ -302,3 +302,24 @@ def test_rows_made_by_the_library_become_messages() -> None:
     ]}
     with pytest.raises(ValueError, match="system row"):
         row_message(ChatMessage.system("s"))
+
+
+def test_est_2_pasted_url_and_data_images_are_written_as_image_blocks() -> None:
+    """A user row's URL and base64 markers become image blocks (what a real body holds) and
+    read back as the same row; a file path or a non-canonical marker stays text."""
+    from histtrim.adapters.anthropic import from_anthropic, to_anthropic
+
+    text = ("See [IMAGE:https://x.test/a.png] and [IMAGE:data:image/png;base64,AAAA] "
+            "but not [IMAGE:/home/ana/b.png] nor [IMAGE: https://x.test/c.png]")
+    row = ChatMessage.user(text)
+    body = to_anthropic([row])
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "See "},
+        {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+        {"type": "text", "text": " and "},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": "AAAA"}},
+        {"type": "text", "text": " but not [IMAGE:/home/ana/b.png] nor "
+                                 "[IMAGE: https://x.test/c.png]"},
+    ]
+    assert from_anthropic(body).rows == [row]

@@ -1,10 +1,10 @@
 """Rebuild the review corpus in this folder (deterministic): `python examples/sessions/build.py`.
 
 Each kind is written in a format the CLI reads: histtrim provider-facing rows (JSON Lines:
-the coding agent, the first research agent), histtrim structured items (JSON array: the
-second research agent, the support chat) and an OpenAI object whose `crumb_present` /
-`restored_turns` describe a restored session. The research agents' browser tool declares
-screenshots, which chat-completions messages cannot carry."""
+the coding agent, the first research agent), an Anthropic request body (the second research
+agent), histtrim structured items (JSON array: the support chat) and an OpenAI object whose
+`crumb_present` / `restored_turns` describe a restored session. The research agents' browser
+tool declares screenshots, which chat-completions messages cannot carry."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from histtrim import to_chat_messages, to_openai
+from histtrim.adapters.anthropic import to_anthropic
 from histtrim.review.synth import generate
 
 HERE = Path(__file__).resolve().parent
@@ -30,13 +31,12 @@ def main() -> None:
     for seed in (1, 2):
         coding = to_chat_messages(generate("coding", seed, 24 + 4 * seed))
         _write(f"coding-agent-{seed}.jsonl", [row.model_dump(mode="json") for row in coding])
-        # Tool images have no chat-completions form: histtrim rows, then structured items.
-        research = generate("research", seed, 18 + 4 * seed)
+        # Tool images have no chat-completions form: histtrim rows, then an Anthropic body.
+        research = to_chat_messages(generate("research", seed, 18 + 4 * seed))
         if seed == 1:
-            rows = to_chat_messages(research)
-            _write("research-agent-1.jsonl", [row.model_dump(mode="json") for row in rows])
+            _write("research-agent-1.jsonl", [row.model_dump(mode="json") for row in research])
         else:
-            _write("research-agent-2.json", [item.model_dump(mode="json") for item in research])
+            _write("research-agent-2.json", to_anthropic(research))
         support = generate("support", seed, 32 + 4 * seed)
         _write(f"support-chat-{seed}.json", [item.model_dump(mode="json") for item in support])
         restored = to_chat_messages(generate("restored", seed, 20 + 2 * seed))

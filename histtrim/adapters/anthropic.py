@@ -22,8 +22,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..carriers import image_marker, json_object, parse_tool_result, tool_results_carrier
-from ..messages import BREADCRUMB, Attachment, ChatMessage, ToolCall
+from ..carriers import (
+    IMAGE_MARKER,
+    image_marker,
+    json_object,
+    marker_image,
+    parse_tool_result,
+    tool_results_carrier,
+)
+from ..messages import BREADCRUMB, TOOL_RESULTS_PREFIX, Attachment, ChatMessage, ToolCall
 from . import RecordTrimResult, trim_records
 from .anthropic_checks import ROLES as ROLES
 from .anthropic_checks import AnthropicFormatError as AnthropicFormatError
@@ -126,24 +133,56 @@ def row_message(row: ChatMessage) -> AnthropicMessage:
             text = [{"type": "text", "text": result["content"]}] if result["content"] else []
             result["content"] = text + [_image_block(a) for a in parsed.attachments]
         return {"role": "user", "content": [result]}
-    return {"role": "user", "content": row.content}
+    if row.content.startswith(TOOL_RESULTS_PREFIX):
+        return {"role": "user", "content": row.content}
+    return {"role": "user", "content": _user_content(row.content)}
 
 
 def _image_block(attachment: Attachment) -> dict[str, Any]:
     """A declared image as an Anthropic image block; anything the format cannot hold (a
     file path, a non-image file) is refused rather than dropped."""
-    target = attachment.target
     if attachment.kind != "image":
         raise ValueError(f"a {attachment.kind!r} attachment has no Anthropic equivalent")
+    block = _url_image(attachment.target)
+    if block is None:
+        raise ValueError(
+            f"attachment {attachment.target[:80]!r}: an Anthropic image is a URL or base64 "
+            "data (load the file into a data: URL first)"
+        )
+    return block
+
+
+def _url_image(target: str) -> dict[str, Any] | None:
+    """The image block of a URL or base64 `data:` target; None for anything else."""
     if target.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": target}}
     media, sep, data = target.removeprefix("data:").partition(";base64,")
     if target.startswith("data:") and sep and media:
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
-    raise ValueError(
-        f"attachment {target[:80]!r}: an Anthropic image is a URL or base64 data "
-        "(load the file into a data: URL first)"
-    )
+    return None
+
+
+def _user_content(text: str) -> str | list[dict[str, Any]]:
+    """A user row's text as blocks when it holds markers of URL or base64 images (read back
+    as the same markers); any other marker, a file path included, stays text."""
+    blocks: list[dict[str, Any]] = []
+    position = 0
+    for match in IMAGE_MARKER.finditer(text):
+        image = marker_image(match.group(1))
+        block = None if image is None or image_marker(image) != match.group(0) else _url_image(
+            image
+        )
+        if block is None:
+            continue
+        if match.start() > position:
+            blocks.append({"type": "text", "text": text[position : match.start()]})
+        blocks.append(block)
+        position = match.end()
+    if not blocks:
+        return text
+    if position < len(text):
+        blocks.append({"type": "text", "text": text[position:]})
+    return blocks
 
 
 def anthropic_breadcrumb() -> AnthropicMessage:
