@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from histtrim.adapters.formats import sniff_format
 from histtrim.cli import main
 from histtrim.cli.review import load_sessions, policies_from
 from histtrim.config import ProviderProfile, RuntimeProfile
@@ -50,6 +51,8 @@ def test_corpus_has_every_kind_and_format(corpus) -> None:  # type: ignore[no-un
     for kind in ("coding-agent", "research-agent", "support-chat", "restored-session"):
         assert any(name.startswith(kind) for name in names)
     assert {p.suffix for p in SESSIONS.iterdir()} >= {".json", ".jsonl"}
+    formats = {sniff_format(p.read_bytes()) for p in SESSIONS.glob("*.json*")}
+    assert formats == {"histtrim", "openai", "anthropic"}
     restored = next(s for s in corpus if s.name.startswith("restored"))
     assert restored.crumb_present and restored.restored
     research = next(s for s in corpus if s.name.startswith("research"))
