@@ -7,14 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..carriers import (
-    IMAGE_MARKER,
-    image_marker,
-    json_object,
-    marker_image,
-    parse_tool_result,
-)
+from ..carriers import image_marker, json_object, parse_tool_result
 from ..messages import TOOL_RESULTS_PREFIX, Attachment, ChatMessage, ToolCall
+from .parts import marker_parts
 
 AnthropicMessage = dict[str, Any]
 
@@ -81,24 +76,9 @@ def _url_image(target: str) -> dict[str, Any] | None:
 def _user_content(text: str) -> str | list[dict[str, Any]]:
     """A user row's text as blocks when it holds markers of URL or base64 images (read back
     as the same markers); any other marker, a file path included, stays text."""
-    blocks: list[dict[str, Any]] = []
-    position = 0
-    for match in IMAGE_MARKER.finditer(text):
-        image = marker_image(match.group(1))
-        block = None if image is None or image_marker(image) != match.group(0) else _url_image(
-            image
-        )
-        if block is None:
-            continue
-        if match.start() > position:
-            blocks.append({"type": "text", "text": text[position : match.start()]})
-        blocks.append(block)
-        position = match.end()
-    if not blocks:
-        return text
-    if position < len(text):
-        blocks.append({"type": "text", "text": text[position:]})
-    return blocks
+    return marker_parts(
+        text, lambda image, marker: _url_image(image) if image_marker(image) == marker else None
+    )
 
 
 def _input(call: ToolCall) -> Any:

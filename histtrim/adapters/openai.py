@@ -23,8 +23,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..carriers import (
-    IMAGE_MARKER,
-    marker_image,
     parse_tool_calls,
     parse_tool_result,
 )
@@ -41,6 +39,7 @@ from . import RecordTrimResult, trim_records
 from .openai_checks import ROLES as ROLES
 from .openai_checks import OpenAIFormatError as OpenAIFormatError
 from .openai_checks import check_message
+from .parts import marker_parts
 
 OpenAIMessage = dict[str, Any]
 
@@ -256,21 +255,9 @@ def _tool_message(tool_call_id: str, content: str) -> OpenAIMessage:
 
 def _user_content(text: str) -> str | list[dict[str, Any]]:
     """A user row's text as parts when it holds loadable image markers, else the string."""
-    parts: list[dict[str, Any]] = []
-    position = 0
-    for match in IMAGE_MARKER.finditer(text):
-        image = marker_image(match.group(1))  # the same loadability test as the estimate
-        if image is None:
-            continue
-        if match.start() > position:
-            parts.append({"type": "text", "text": text[position : match.start()]})
-        parts.append({"type": "image_url", "image_url": {"url": image}})
-        position = match.end()
-    if not parts:
-        return text
-    if position < len(text):
-        parts.append({"type": "text", "text": text[position:]})
-    return parts
+    return marker_parts(
+        text, lambda image, _marker: {"type": "image_url", "image_url": {"url": image}}
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------
