@@ -3,10 +3,10 @@ whatever the proactive budget is; otherwise no provider is called."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import ConfigDict
 
 from .counting import TokenCounter, counted_costs, counter_name
 from .estimate import (
@@ -19,9 +19,10 @@ from .estimate import (
 from .messages import ChatMessage, chat_rows
 from .route import ResolvedRuntime
 from .turns import index_turns
+from .unset import HidesUnset, unset_by_default
 
 
-class CapacityReport(BaseModel):
+class CapacityReport(HidesUnset):
     """The token figures of one prepared request against the window operand."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -40,22 +41,9 @@ class CapacityReport(BaseModel):
     budget: int
     """The proactive target, for the diagnostic only: it never decides the check (CAP-3)."""
     capacity_known: bool
-    counter: str | None = None
+    counter: str | None = unset_by_default()
     """The `token_counter` that priced the messages' text; None (then left out of every dump):
     the spec's estimate (EST-1)."""
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.counter is None:
-            data.pop("counter", None)
-        return data
-
-    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
-        """The fields, `counter` only when set."""
-        for name, value in super().__repr_args__():
-            if name != "counter" or value is not None:
-                yield name, value
 
     @property
     def fits(self) -> bool:

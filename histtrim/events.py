@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from typing import Any, Literal, Protocol, TextIO
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Field,
     NonNegativeInt,
-    SerializerFunctionWrapHandler,
     StrictStr,
-    model_serializer,
 )
+
+from .unset import HidesUnset, unset_by_default
 
 
 class TrimReason(StrEnum):
@@ -37,7 +36,7 @@ _DESCRIPTIONS = {
 }
 
 
-class _Frozen(BaseModel):
+class _Frozen(HidesUnset):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -58,26 +57,13 @@ class HistoryTrimmed(_Frozen):
     tokens_before: NonNegativeInt
     tokens_after: NonNegativeInt
     budget: NonNegativeInt
-    counter: StrictStr | None = None
+    counter: StrictStr | None = unset_by_default()
     """The `token_counter` the token figures come from; None (then left out of every dump and
     of the wire form): the spec's estimate (EST-1)."""
-
-    @model_serializer(mode="wrap")
-    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if self.counter is None:
-            data.pop("counter", None)
-        return data
 
     @property
     def description(self) -> str:
         return self.reason.description
-
-    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
-        """The fields, `counter` only when set (a trim by the spec's estimate reads as before)."""
-        for name, value in super().__repr_args__():
-            if name != "counter" or value is not None:
-                yield name, value
 
     def to_wire(self) -> dict[str, Any]:
         """The client wire form: plain JSON values, the reason's text included."""

@@ -9,7 +9,6 @@ from itertools import repeat
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, NamedTuple, Self
 
 from pydantic import (
-    BaseModel,
     ConfigDict,
     Discriminator,
     Field,
@@ -18,6 +17,8 @@ from pydantic import (
     TypeAdapter,
     field_validator,
 )
+
+from .unset import HidesUnset, unset_by_default
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -87,7 +88,7 @@ def row_facts(role: str, content: str) -> RowFacts:
     )
 
 
-class _Frozen(BaseModel):
+class _Frozen(HidesUnset):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -131,7 +132,7 @@ class ChatMessage(_Frozen):
     kind: Literal["chat"] = "chat"
     role: Role
     content: StrictStr
-    extras: StrictStr | None = Field(default=None, exclude_if=lambda value: value is None)
+    extras: StrictStr | None = unset_by_default()
     """What a foreign format says that the row cannot (e.g. an OpenAI message's `name`), as
     the compact JSON text of an object keyed by adapter. Kept beside `content`, so no text
     can forge it; never read by the estimate or the turn rules; left out of dumps when unset."""
@@ -148,9 +149,6 @@ class ChatMessage(_Frozen):
             if not ok:
                 raise ValueError("extras must be the JSON text of an object")
         return extras
-
-    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
-        return [(k, v) for k, v in super().__repr_args__() if k != "extras" or v is not None]
 
     @field_validator("content")
     @classmethod
@@ -232,18 +230,13 @@ class ToolResultMessage(_Frozen):
     tool_call_id: StrictStr = Field(min_length=1)
     content: StrictStr
     tool_name: StrictStr | None = None
-    attachments: tuple[Attachment, ...] | None = Field(
-        default=None, exclude_if=lambda value: value is None
-    )
+    attachments: tuple[Attachment, ...] | None = unset_by_default()
     """None: the tool declared none (the row has no `attachments` array); left out of dumps."""
 
     @field_validator("attachments", mode="before")
     @classmethod
     def _as_tuple(cls, value: Any) -> Any:
         return as_attachments(value)
-
-    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
-        return [(k, v) for k, v in super().__repr_args__() if k != "attachments" or v is not None]
 
     def row(self) -> ChatMessage:
         """The native tool row the provider gets: the envelope, attachments included."""

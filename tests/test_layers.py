@@ -10,7 +10,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "histtrim"
 
 CORE = (
-    "messages", "carriers", "turns", "estimate", "pairing", "trim", "safety", "turn_sizes",
+    "unset", "messages", "carriers", "turns", "estimate", "pairing", "trim", "safety",
+    "turn_sizes",
 )
 """The history core: it must work without any presentation or agent module."""
 HIGHER = (
