@@ -144,10 +144,10 @@ def message_row(message: object, where: str = "") -> ChatMessage:
         return _assistant_row(blocks)
     if any(block["type"] == "tool_result" for block in blocks):
         return _results_row(blocks)
-    return ChatMessage.user("".join(render_block(block) for block in blocks))
+    return ChatMessage.user("".join(_render(block) for block in blocks))
 
 
-def render_block(block: Mapping[str, Any]) -> str:
+def _render(block: Mapping[str, Any]) -> str:
     """A block's priced text: text as is, an image as a marker, any other block as JSON."""
     if block["type"] == "text":
         return str(block["text"])
@@ -162,7 +162,7 @@ def _assistant_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
         for b in blocks
         if b["type"] == "tool_use"
     ]
-    text = "".join(render_block(b) for b in blocks if b["type"] != "tool_use")
+    text = "".join(_render(b) for b in blocks if b["type"] != "tool_use")
     if calls:
         return ChatMessage.assistant_tool_calls(text or None, calls)
     if json_object(text) is not None:
@@ -175,30 +175,45 @@ def _assistant_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
 def _results_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:
     """A `[Tool results]` carrier: each result's text, and its images as declared
     attachments (dispatched, so priced, only in the current turn)."""
-    results: list[tuple[str, str]] = []
-    images: list[str] = []
-    extra: list[str] = []
-    for block in blocks:
-        if block["type"] != "tool_result":
-            extra.append(render_block(block))
-            continue
-        text, declared = result_parts(block)
-        images.extend(declared)
-        label = block["tool_use_id"] + (" error" if block.get("is_error") else "")
-        results.append((label, text))
-    row = tool_results_carrier(results, attachments=images)
+    results, extra = tool_results(blocks)
+    row = tool_results_carrier(
+        [(r.tool_use_id + (" error" if r.is_error else ""), r.text) for r in results],
+        attachments=[image for r in results for image in r.images],
+    )
     if extra:
-        row = ChatMessage.user(row.content + "\n" + "".join(extra))
+        row = ChatMessage.user(row.content + "\n" + extra)
     return row
 
 
-def result_parts(block: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """A checked `tool_result` block's text and the targets of its images (the images the
-    tool declared, EST-3)."""
-    content = block.get("content", "")
-    inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
-    text = "".join(str(b["text"]) for b in inner if b["type"] == "text")
-    return text, tuple(image_target("", b) for b in inner if b["type"] == "image")
+@dataclass(frozen=True)
+class ToolResultBlock:
+    """A checked `tool_result` block: its call, its text and the targets of its images
+    (the images the tool declared, EST-3)."""
+
+    tool_use_id: str
+    is_error: bool
+    text: str
+    images: tuple[str, ...]
+
+
+def tool_results(blocks: Sequence[Mapping[str, Any]]) -> tuple[list[ToolResultBlock], str]:
+    """A checked user message's `tool_result` blocks, and the priced text of its other
+    blocks (what a client added after the results)."""
+    results: list[ToolResultBlock] = []
+    extra: list[str] = []
+    for block in blocks:
+        if block["type"] != "tool_result":
+            extra.append(_render(block))
+            continue
+        content = block.get("content", "")
+        inner = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        results.append(ToolResultBlock(
+            block["tool_use_id"],
+            bool(block.get("is_error")),
+            "".join(str(b["text"]) for b in inner if b["type"] == "text"),
+            tuple(image_target("", b) for b in inner if b["type"] == "image"),
+        ))
+    return results, "".join(extra)
 
 
 def _system_text(system: object) -> str:

@@ -16,7 +16,7 @@ from ..messages import (
     ToolResultMessage,
     ToolResults,
 )
-from .anthropic import from_anthropic, render_block, result_parts
+from .anthropic import from_anthropic, tool_results
 
 
 def anthropic_items(
@@ -42,23 +42,20 @@ def _item(message: Mapping[str, Any], row: ChatMessage) -> ConversationMessage:
     blocks = message["content"]
     if isinstance(blocks, str) or not any(b["type"] == "tool_result" for b in blocks):
         return row
-    results: list[ToolResultMessage] = []
-    extra: list[str] = []
-    for block in blocks:
-        if block["type"] != "tool_result":
-            extra.append(render_block(block))
-            continue
-        text, images = result_parts(block)
-        results.append(ToolResultMessage(
-            tool_call_id=block["tool_use_id"],
-            content=text,
-            attachments=images or None,  # type: ignore[arg-type]  # targets become Attachments
-        ))
+    blocks_read, extra = tool_results(blocks)
+    results = [
+        ToolResultMessage(
+            tool_call_id=r.tool_use_id,
+            content=r.text,
+            attachments=r.images or None,  # type: ignore[arg-type]  # targets become Attachments
+        )
+        for r in blocks_read
+    ]
     if extra:
         last = results[-1]
         results[-1] = ToolResultMessage(
             tool_call_id=last.tool_call_id,
-            content=last.content + "\n" + "".join(extra),
+            content=last.content + "\n" + extra,
             attachments=last.attachments,
         )
     return ToolResults(results=tuple(results))
