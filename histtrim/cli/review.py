@@ -13,8 +13,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..adapters.anthropic_items import anthropic_items
-from ..adapters.formats import sniff_format
-from ..adapters.records import Format, FormatError
 from ..config import AgentConfig, ProviderProfile, RuntimeProfile
 from ..messages import ConversationMessage
 from ..policy import SPEC, Policy
@@ -24,7 +22,7 @@ from ..route import select_route
 from .argtypes import count, positive
 from .errors import EXIT_OK, InputError
 from .jsontext import display_name, read_bytes
-from .rowfiles import read_rows
+from .rowfiles import read_rows, sniff
 from .sessions import read_session
 from .tokenizer import add_tokenizer_arg, token_counter
 
@@ -73,7 +71,7 @@ def load_session(path: str) -> ReviewSession:
     after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
     were restored, not replayed)."""
     data = read_bytes(path)
-    if _format(data) == "anthropic":
+    if sniff(data) == "anthropic":
         items, wrapper = _anthropic_session(path, data)
     else:
         session = read_session(path, data=data)
@@ -86,13 +84,6 @@ def load_session(path: str) -> ReviewSession:
         )
     except ValueError as error:
         raise InputError(path, str(error).split("\n", 1)[0]) from None
-
-
-def _format(data: bytes) -> Format | None:
-    try:
-        return sniff_format(data)
-    except FormatError:
-        return None  # the strict reader names the problem
 
 
 def _anthropic_session(path: str, data: bytes) -> tuple[list[ConversationMessage], dict[str, Any]]:

@@ -27,13 +27,13 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
     Anthropic file, which only the fast reader knows, reports its own errors here."""
     # byte searches first: the regular expression runs only when a constant is named
     if (b"NaN" in data or b"Infinity" in data) and _CONSTANT.search(data):
-        if (format or _sniff(data)) != "anthropic":
+        if (format or sniff(data)) != "anthropic":
             return None
         _check_strictly(source, data)
     try:
         hf = read_history(data, format)
     except FormatError as error:
-        if (format or _sniff(data)) != "anthropic":
+        if (format or sniff(data)) != "anthropic":
             return None
         raise InputError(
             source, error.problem, line=_line(data, error), field=error.field
@@ -81,7 +81,8 @@ def _is_whole(text: str) -> bool:
     return True
 
 
-def _sniff(data: bytes) -> Format | None:
+def sniff(data: bytes) -> Format | None:
+    """The file's format, or None when it cannot be told (the strict reader names why)."""
     try:
         return sniff_format(data)
     except FormatError:
@@ -147,7 +148,7 @@ def file_crumb_error(source: str, hf: HistoryFile) -> InputError:
 
 def refuse_anthropic_tokenizer(source: str, data: bytes, format: Format | None) -> None:
     """`--tokenizer` counts on `read_session`, which reads histtrim and OpenAI files only."""
-    if (format or _sniff(data)) == "anthropic":
+    if (format or sniff(data)) == "anthropic":
         raise InputError(
             source,
             "--tokenizer counts histtrim and OpenAI files; an Anthropic request body is "
