@@ -34,19 +34,20 @@ $(BIN)/python:
 # Re-install when pyproject.toml or the pinned toolchain changes (or when the package first
 # appears). constraints.txt pins every tool the notebooks, tests and site use, so committed
 # outputs (pydantic's error texts, nbval, the site) stay byte-stable.
-$(INSTALLED): pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
+$(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
 	@$(BIN)/python -m pip install -qq -U pip
 	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review]"
+	@$(BIN)/python -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 
 install: $(INSTALLED)
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check histtrim tests bench tools docs conftest.py
+	$(BIN)/ruff check histtrim livingspec tests bench tools docs conftest.py
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy histtrim
+	$(BIN)/mypy histtrim livingspec
 
 # Unit/property tests and strict nbval of every notebook, in one run.
 # --dist loadscope keeps each notebook in a single kernel. The outcome (counts, commit) goes
@@ -66,7 +67,7 @@ test: lint typecheck pytest site-test
 # Re-export the committed conformance vectors from the notebooks, the test strategies and the
 # hostile rows, with histtrim's answers (tests/test_conformance.py checks they are fresh).
 vectors: $(INSTALLED)
-	$(BIN)/histtrim conformance export conformance/vectors
+	$(BIN)/python -m livingspec.vectors export conformance/vectors
 
 # The living spec site (Sphinx + MyST-NB + sphinx-book-theme) from the committed notebook
 # outputs, nothing executed: quiet, one line per chapter, warnings are errors -> build/spec/.

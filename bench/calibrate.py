@@ -3,7 +3,7 @@
     pip install -e ".[tokenizers]"     # bpe-openai: o200k_base and cl100k_base, offline
     python bench/calibrate.py          # writes bench/results/calibration_*.csv
 
-The corpus is generated deterministically (`histtrim.calibration`), so a second run writes the
+The corpus is generated deterministically (`livingspec.calibration`), so a second run writes the
 same files; `tests/test_calibration.py` re-computes them when the extra is installed."""
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from histtrim.calibration import (
+from histtrim.adapters.tokenizers import count_text, exact_counter
+from livingspec.calibration.measure import (
+    MESSAGES_CSV,
+    SESSIONS_CSV,
     TOKENIZERS,
     load_messages,
     load_sessions,
@@ -21,8 +24,6 @@ from histtrim.calibration import (
     summarize_messages,
     summarize_sessions,
 )
-from histtrim.calibration.measure import MESSAGES_CSV, SESSIONS_CSV
-from histtrim.tokenizers import count_text, exact_counter
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -43,17 +43,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from histories import SHAPES, TURN_SHAPES, lower_bound, text, tool_history
 
 from histtrim import (
-    FRAME_TOKENS,
     ChatMessage,
     TokenLedger,
     ToolCall,
     estimate_history_tokens,
     index_turns,
-    parse_tool_calls,
     parse_tool_result,
     text_tokens,
     trim_to_recent_turns,
 )
+from histtrim.carriers import parse_tool_calls
+from histtrim.messages import FRAME_TOKENS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CONTENDERS = ("lower bound", "histtrim", "LangChain", "textbook")

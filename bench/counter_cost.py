@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from histories import tool_history
 
 from histtrim import ChatMessage, TokenLedger, estimate_history_tokens, trim_to_recent_turns
-from histtrim.tokenizers import exact_counter, tokenizers_available
+from histtrim.adapters.tokenizers import exact_counter, tokenizers_available
 
 WORD = re.compile(r"\w+|[^\w\s]")
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from histtrim import to_chat_messages
-from histtrim.review.synth import KINDS, generate
+from livingspec.synth import KINDS, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 POLICY = ROOT / "examples" / "policies" / "reactive-half.toml"

@@ -1,135 +1,64 @@
-"""histtrim: the executable reference for how an agent runtime manages conversation history."""
+"""histtrim: the executable reference for how an agent runtime manages conversation history.
 
-from .adapters import RecordTrimResult, trim_records
-from .adapters.openai import (
-    OpenAIFormatError,
-    from_openai,
-    openai_breadcrumb,
-    to_openai,
-    trim_openai,
-)
-from .capacity import (
-    CapacityReport,
-    ContextCapacityExceeded,
-    capacity_report,
-    check_request,
-)
-from .carriers import (
-    image_marker,
-    is_loadable_target,
-    json_object,
-    marker_image,
-    parse_tool_calls,
-    parse_tool_result,
-    split_carrier_attachments,
-    split_image_markers,
-    to_chat_messages,
-    tool_call_ids,
-    tool_result_call_id,
-    tool_results_carrier,
-)
+The one re-export point: the names that implement the spec's rules, with their result and
+error types. Everything else is imported from the module that defines it."""
+
+from .agent.calls import TurnOutcome
+from .agent.ledger import TokenLedger
+from .agent.legacy import LEGACY_TRIM_LOG, LegacyRunResult, legacy_run
+from .agent.providers import ContextOverflowError, Provider, ProviderReply, ProviderRequest
+from .agent.runtime import Agent
+from .agent.tools import Tool, ToolOutput
+from .agent.trims import UnrecoverableContextOverflow
+from .capacity import CapacityReport, ContextCapacityExceeded, capacity_report, check_request
+from .carriers import is_loadable_target, parse_tool_result, to_chat_messages
 from .config import (
     DEFAULT_MAX_HISTORY_TURNS,
     FALLBACK_CONTEXT_TOKENS,
     AgentConfig,
-    AgentProfile,
     HistoryPruning,
-    ModelRoute,
     ProviderProfile,
     RuntimeProfile,
 )
-from .display import (
-    History,
-    history_html,
-    register_ipython_formatters,
-    trim_result_html,
-)
 from .estimate import (
-    FRAME_TOKENS,
     IMAGE_TOKENS,
-    ToolSchema,
     dispatched_images,
     estimate_history_tokens,
-    estimate_hooks,
-    estimate_image_tokens,
-    estimate_tool_schemas,
     message_cost,
     message_costs,
     text_tokens,
 )
-from .events import (
-    ClientTransport,
-    EventBus,
-    HistoryTrimmed,
-    InMemoryTransport,
-    JsonLinesTransport,
-    ObservedTrim,
-    Observer,
-    TrimReason,
-)
-from .ledger import TokenLedger
+from .events import ClientTransport, EventBus, HistoryTrimmed, Observer, TrimReason
 from .messages import (
     BREADCRUMB,
-    MAX_JSON_DEPTH,
     TOOL_RESULTS_PREFIX,
     AssistantToolCalls,
     Attachment,
     ChatMessage,
     ConversationMessage,
-    Role,
     ToolCall,
     ToolResultMessage,
     ToolResults,
-    chat_rows,
     conversation_rows,
 )
-from .pairing import PairingProblem, validate_tool_pairing
-from .providers import (
-    ContextOverflowError,
-    Overflow,
-    Provider,
-    ProviderReply,
-    ProviderRequest,
-    ScriptedProvider,
-    ScriptExhaustedError,
-    ScriptStep,
-    Usage,
-)
+from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
+from .policy import Policy
 from .route import ResolvedRuntime, resolve_runtime, select_route
-from .runtime import (
-    FINAL_SUMMARY_PROMPT,
-    LEGACY_LOGGER,
-    LEGACY_TRIM_LOG,
-    UNRECOVERABLE_OVERFLOW,
-    Agent,
-    LegacyRunResult,
-    ProviderCall,
-    Tool,
-    TurnOutcome,
-    UnrecoverableContextOverflow,
-    legacy_run,
-)
 from .safety import (
     DEFAULT_CHANNEL_CACHE_ROWS,
     DEFAULT_MAX_TOOL_RESULT_CHARS,
     ChannelSenderCache,
-    OrphanRemoval,
-    SweepResult,
     cap_tool_result,
-    sweep_orphans,
 )
-from .tools import ToolOutput
 from .trim import (
     TrimResult,
     TurnCountTrimResult,
-    breadcrumb_message,
     drop_oldest_whole_turn,
     insert_breadcrumb,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from .turn_sizes import TurnStats, turn_stats
 from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
 
 __all__ = [
@@ -138,17 +67,11 @@ __all__ = [
     "DEFAULT_MAX_HISTORY_TURNS",
     "DEFAULT_MAX_TOOL_RESULT_CHARS",
     "FALLBACK_CONTEXT_TOKENS",
-    "FINAL_SUMMARY_PROMPT",
-    "FRAME_TOKENS",
     "IMAGE_TOKENS",
-    "LEGACY_LOGGER",
     "LEGACY_TRIM_LOG",
-    "MAX_JSON_DEPTH",
     "TOOL_RESULTS_PREFIX",
-    "UNRECOVERABLE_OVERFLOW",
     "Agent",
     "AgentConfig",
-    "AgentProfile",
     "AssistantToolCalls",
     "Attachment",
     "CapacityReport",
@@ -159,31 +82,18 @@ __all__ = [
     "ContextOverflowError",
     "ConversationMessage",
     "EventBus",
-    "History",
     "HistoryPruning",
     "HistoryTrimmed",
-    "InMemoryTransport",
-    "JsonLinesTransport",
     "LegacyRunResult",
-    "ModelRoute",
-    "ObservedTrim",
     "Observer",
-    "OpenAIFormatError",
-    "OrphanRemoval",
-    "Overflow",
     "PairingProblem",
+    "Policy",
     "Provider",
-    "ProviderCall",
     "ProviderProfile",
     "ProviderReply",
     "ProviderRequest",
-    "RecordTrimResult",
     "ResolvedRuntime",
-    "Role",
     "RuntimeProfile",
-    "ScriptExhaustedError",
-    "ScriptStep",
-    "ScriptedProvider",
     "SweepResult",
     "TokenLedger",
     "Tool",
@@ -191,61 +101,35 @@ __all__ = [
     "ToolOutput",
     "ToolResultMessage",
     "ToolResults",
-    "ToolSchema",
     "TrimReason",
     "TrimResult",
     "TurnCountTrimResult",
     "TurnIndex",
     "TurnOutcome",
-    "TurnStats",
     "UnrecoverableContextOverflow",
-    "Usage",
-    "breadcrumb_message",
     "cap_tool_result",
     "capacity_report",
-    "chat_rows",
     "check_request",
     "conversation_rows",
     "dispatched_images",
     "drop_oldest_whole_turn",
     "estimate_history_tokens",
-    "estimate_hooks",
-    "estimate_image_tokens",
-    "estimate_tool_schemas",
-    "from_openai",
-    "history_html",
-    "image_marker",
     "index_turns",
     "insert_breadcrumb",
     "is_loadable_target",
-    "json_object",
     "leading_system_count",
     "legacy_run",
-    "marker_image",
     "message_cost",
     "message_costs",
-    "openai_breadcrumb",
     "opens_turn",
-    "parse_tool_calls",
     "parse_tool_result",
-    "register_ipython_formatters",
     "resolve_runtime",
     "select_route",
-    "split_carrier_attachments",
-    "split_image_markers",
     "sweep_orphans",
     "text_tokens",
     "to_chat_messages",
-    "to_openai",
-    "tool_call_ids",
-    "tool_result_call_id",
-    "tool_results_carrier",
     "trim_conversation_to_recent_turns",
-    "trim_openai",
-    "trim_records",
-    "trim_result_html",
     "trim_to_recent_turn_count",
     "trim_to_recent_turns",
-    "turn_stats",
     "validate_tool_pairing",
 ]

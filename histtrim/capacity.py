@@ -1,4 +1,4 @@
-"""The pre-dispatch capacity check (CAP-2..4): the prepared request must fit the window operand,
+"""CAP-2..4: the pre-dispatch capacity check: the prepared request must fit the window operand,
 whatever the proactive budget is; otherwise no provider is called."""
 
 from __future__ import annotations
@@ -8,18 +8,18 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from .counting import TokenCounter, counted_costs, counter_name
-from .estimate import (
+from histtrim._unset import HidesUnset, unset_by_default
+from histtrim.counting import TokenCounter, counted_costs, counter_name
+from histtrim.estimate import (
     ToolSchema,
     estimate_hooks,
     estimate_image_tokens,
     estimate_tool_schemas,
     message_costs,
 )
-from .messages import ChatMessage, chat_rows
-from .route import ResolvedRuntime
-from .turns import index_turns
-from .unset import HidesUnset, unset_by_default
+from histtrim.messages import ChatMessage, chat_rows
+from histtrim.route import ResolvedRuntime
+from histtrim.turns import index_turns
 
 
 class CapacityReport(HidesUnset):

@@ -1,5 +1,5 @@
-"""Parsers for what rows carry: native tool-call / tool-result envelopes, the
-`[Tool results]` prompt carrier, and `[IMAGE:...]` markers."""
+"""TURN-3, EST-2..3, PAIR-2: parsers for what rows carry: native tool-call / tool-result
+envelopes, the `[Tool results]` prompt carrier, and `[IMAGE:...]` markers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .messages import (
+from histtrim.messages import (
     MAX_JSON_DEPTH,
     TOOL_RESULTS_PREFIX,
     AssistantToolCalls,

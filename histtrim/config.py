@@ -1,5 +1,5 @@
-"""Runtime, provider and agent configuration (BUDGET-*, ROUTE-*): pydantic models loadable
-from TOML or JSON. Validation only; the budget arithmetic lives in `route.py`."""
+"""BUDGET-1..9, LIMIT-2, ROUTE-1..3: runtime, provider and agent configuration, pydantic models
+loadable from TOML or JSON. Validation only; the budget arithmetic lives in `route.py`."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from .files import parse_document, read_document
-from .policy import SPEC, Policy
+from histtrim._files import parse_document, read_document
+from histtrim.policy import SPEC, Policy
 
 FALLBACK_CONTEXT_TOKENS = SPEC.fallback_context_tokens
 """The historical budget and the window operand of an unknown capacity (BUDGET-1, BUDGET-8)."""

@@ -1,4 +1,5 @@
-"""Bring your own token counter: a row's text priced by a callable instead of EST-1's bytes.
+"""EST-1, EST-4: bring your own token counter: a row's text priced by a callable instead of
+EST-1's bytes.
 
 With a `token_counter`, a row costs
 
@@ -20,10 +21,10 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any
 
-from .estimate import dispatched_images
-from .messages import ChatMessage
-from .policy import SPEC, Policy
-from .turns import TurnIndex, index_turns
+from histtrim.estimate import dispatched_images
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
+from histtrim.turns import TurnIndex, index_turns
 
 TokenCounter = Callable[[ChatMessage], int]
 """A callable from a provider-facing row to the tokens of its text (no framing, no images)."""

@@ -1,4 +1,4 @@
-"""The token estimate (EST-1..4): a byte heuristic with a fixed price per dispatched image."""
+"""EST-1..4: the token estimate, a byte heuristic with a fixed price per dispatched image."""
 
 from __future__ import annotations
 
@@ -10,18 +10,24 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
-from .carriers import (
+from histtrim.carriers import (
     MarkedText,
     is_loadable_target,
     parse_tool_result,
     split_carrier_attachments,
     split_image_markers,
 )
-from .messages import BYTES_PER_TOKEN as BYTES_PER_TOKEN  # EST-1's constants live with the
-from .messages import FRAME_TOKENS as FRAME_TOKENS  # row facts that cache each row's price
-from .messages import MAX_JSON_DEPTH, ChatMessage, RowFacts, chat_rows, json_too_deep
-from .policy import SPEC, Policy
-from .turns import TurnIndex, index_turns
+from histtrim.messages import (
+    BYTES_PER_TOKEN,  # EST-1's constants live with the
+    FRAME_TOKENS,  # row facts that cache each row's price
+    MAX_JSON_DEPTH,
+    ChatMessage,
+    RowFacts,
+    chat_rows,
+    json_too_deep,
+)
+from histtrim.policy import SPEC, Policy
+from histtrim.turns import TurnIndex, index_turns
 
 IMAGE_TOKENS = SPEC.image_tokens
 

@@ -1,5 +1,5 @@
-"""`HistoryTrimmed` and where it goes (SEEN-2..3): the observer bus used by dashboards and
-event subscribers, and client transports (in memory, or JSON Lines on a stream)."""
+"""SEEN-2..3: `HistoryTrimmed` and where it goes: the observer bus used by dashboards and event
+subscribers, and client transports (in memory, or JSON Lines on a stream)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pydantic import (
     StrictStr,
 )
 
-from .unset import HidesUnset, unset_by_default
+from histtrim._unset import HidesUnset, unset_by_default
 
 
 class TrimReason(StrEnum):

@@ -1,4 +1,4 @@
-"""The two history representations (TURN-1): provider-facing `ChatMessage` rows and the
+"""TURN-1: the two history representations, provider-facing `ChatMessage` rows and the
 structured `ConversationMessage` union, plus the constants every layer shares."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import (
     field_validator,
 )
 
-from .unset import HidesUnset, unset_by_default
+from histtrim._unset import HidesUnset, unset_by_default
 
 Role = Literal["system", "user", "assistant", "tool"]
 

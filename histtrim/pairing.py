@@ -1,5 +1,5 @@
-"""Tool-call pairing (PAIR-2): the orphan sweep, row for row with the reference runtime, and
-the validator for the rule every OpenAI-style API enforces on a request.
+"""PAIR-2: tool-call pairing: the orphan sweep, row for row with the reference runtime, and the
+validator for the rule every OpenAI-style API enforces on a request.
 
 Both read rows through the one envelope parser (`carriers.json_object`): a native call is any
 `tool_calls` element with a string `id`; a `tool` row with no readable `tool_call_id` is a
@@ -12,15 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from .carriers import json_object, tool_call_ids, tool_result_call_id
-from .messages import (
+from histtrim.carriers import json_object, tool_call_ids, tool_result_call_id
+from histtrim.messages import (
     AssistantToolCalls,
     ChatMessage,
     ConversationMessage,
     ToolResults,
     conversation_rows,
 )
-from .turns import index_turns
+from histtrim.turns import index_turns
 
 M = TypeVar("M", ChatMessage, ConversationMessage)
 

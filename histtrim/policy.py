@@ -1,6 +1,7 @@
-"""`Policy`: every constant the spec or the decisions fix, in one frozen model. `Policy()` is
-the spec; a design review loads another one ("what if images cost less?") and passes it to the
-same functions (`policy=`), so a "what if" run executes the real code paths."""
+"""EST-1..2, RUN-2, LIMIT-2..3, BUDGET-1, PAIR-3: `Policy`, every constant the spec or the
+decisions fix, in one frozen model. `Policy()` is the spec; a design review loads another one
+("what if images cost less?") and passes it to the same functions (`policy=`), so a "what if"
+run executes the real code paths."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pydantic import (
     field_validator,
 )
 
-from .files import parse_document, read_document
+from histtrim._files import parse_document, read_document
 
 
 def _fraction(value: Any) -> Fraction:

@@ -1,5 +1,5 @@
-"""Route selection and the resolved capacity/budget pair of the active provider/model (BUDGET-*,
-ROUTE-*). Capacity, window operand and budget are derived from one `ResolvedRuntime`."""
+"""ROUTE-1..4, BUDGET-1..9: route selection and the resolved capacity/budget pair of the active
+provider/model. Capacity, window operand and budget are derived from one `ResolvedRuntime`."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import (
-    AgentConfig,
-    ModelRoute,
-    ProviderProfile,
-    RuntimeProfile,
-)
-from .estimate import estimate_history_tokens
-from .messages import ChatMessage
-from .policy import SPEC, Policy
+from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
+from histtrim.estimate import estimate_history_tokens
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
 
 
 def _model_name(model: str | None) -> str:

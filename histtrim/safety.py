@@ -1,16 +1,16 @@
-"""Safety nets beside the whole-turn trims: the per-result `max_tool_result_chars` cap
-(PAIR-3) and the row-counting channel sender cache (LIMIT-3). The orphan sweep (PAIR-2)
-lives in `pairing` with its validator and is re-exported here."""
+"""PAIR-3, LIMIT-3: safety nets beside the whole-turn trims: the per-result
+`max_tool_result_chars` cap (PAIR-3) and the row-counting channel sender cache (LIMIT-3). The
+orphan sweep (PAIR-2) lives in `pairing` with its validator."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable, Iterable
 
-from .messages import ChatMessage
-from .pairing import OrphanRemoval, SweepResult, sweep_orphans
-from .policy import SPEC, Policy
-from .validation import non_negative
+from histtrim._checks import non_negative
+from histtrim.messages import ChatMessage
+from histtrim.pairing import OrphanRemoval, SweepResult, sweep_orphans
+from histtrim.policy import SPEC, Policy
 
 __all__ = [
     "DEFAULT_CHANNEL_CACHE_ROWS",

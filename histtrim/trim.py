@@ -1,4 +1,5 @@
-"""The three whole-turn trims (KEEP-1..3), the single-turn drop and the breadcrumb.
+"""KEEP-1..3, TURN-4, TURN-6, CAP-1, PAIR-1, SEEN-1: the three whole-turn trims, the single-turn
+drop and the breadcrumb.
 
 Every trim derives its cut from one `TurnIndex`; kept rows plus `dropped` rows are
 exactly the input, and the input is never mutated."""
@@ -10,9 +11,10 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any, Generic, TypeVar, cast
 
-from .counting import TokenCounter, counted_costs, counter_name
-from .estimate import message_costs
-from .messages import (
+from histtrim._checks import non_negative
+from histtrim.counting import TokenCounter, counted_costs, counter_name
+from histtrim.estimate import message_costs
+from histtrim.messages import (
     BREADCRUMB,
     ChatMessage,
     ConversationMessage,
@@ -20,9 +22,8 @@ from .messages import (
     chat_rows,
     conversation_rows,
 )
-from .policy import SPEC, Policy
-from .turns import TurnIndex, index_turns, is_system, leading_system_count
-from .validation import non_negative
+from histtrim.policy import SPEC, Policy
+from histtrim.turns import TurnIndex, index_turns, is_system, leading_system_count
 
 M = TypeVar("M", bound=Row)
 

@@ -1,5 +1,6 @@
-"""How big each turn of a history is: its messages, tokens, images and the cumulative size
-from the newest turn (`turn_stats`), priced as the provider-facing rows the items become.
+"""EST-4, KEEP-1: how big each turn of a history is: its messages, tokens, images and the
+cumulative size from the newest turn (`turn_stats`), priced as the provider-facing rows the
+items become.
 
 Below the display, which renders these figures, and the CLI and adapters, which print them."""
 
@@ -9,12 +10,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .carriers import to_chat_messages
-from .counting import TokenCounter, counted_costs
-from .estimate import dispatched_images, message_costs
-from .messages import ChatMessage, ConversationMessage, conversation_rows
-from .policy import SPEC, Policy
-from .turns import TurnIndex, index_turns
+from histtrim.carriers import to_chat_messages
+from histtrim.counting import TokenCounter, counted_costs
+from histtrim.estimate import dispatched_images, message_costs
+from histtrim.messages import ChatMessage, ConversationMessage, conversation_rows
+from histtrim.policy import SPEC, Policy
+from histtrim.turns import TurnIndex, index_turns
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The turn index every limit is computed from (TURN-2..5).
+"""TURN-2..5: the turn index every limit is computed from.
 
 The boundary test is `opens_turn` (one rule, cached per row as `RowFacts.opens_turn`)."""
 
@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter, itemgetter
 
-from .messages import ChatMessage, Row, RowFacts, conversation_rows
-from .validation import flag
+from histtrim._checks import flag
+from histtrim.messages import ChatMessage, Row, RowFacts, conversation_rows
 
 
 def opens_turn(message: Row) -> bool:

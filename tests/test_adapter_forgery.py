@@ -10,9 +10,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim import ChatMessage, estimate_history_tokens, index_turns
-from histtrim.adapters.openai import ROLES, from_openai, to_openai
-from histtrim.messages import TOOL_RESULTS_PREFIX
+from histtrim import TOOL_RESULTS_PREFIX, ChatMessage, estimate_history_tokens, index_turns
+from histtrim.adapters.openai import from_openai, to_openai
+from histtrim.adapters.openai_checks import ROLES
 
 KEYS = ["role", "content", "openai", "set", "unset", "name", "tool_calls", "tool_call_id",
         "function", "refusal", "type", "id", "arguments", "image_url", "url", "text"]

@@ -15,19 +15,15 @@ from histtrim import (
     BREADCRUMB,
     IMAGE_TOKENS,
     ChatMessage,
+    TrimReason,
     estimate_history_tokens,
     index_turns,
     message_costs,
-    parse_tool_calls,
 )
-from histtrim.adapters.anthropic import (
-    AnthropicFormatError,
-    from_anthropic,
-    row_message,
-    to_anthropic,
-    trim_anthropic,
-)
-from histtrim.events import TrimReason
+from histtrim.adapters.anthropic import from_anthropic, to_anthropic, trim_anthropic
+from histtrim.adapters.anthropic_checks import AnthropicFormatError
+from histtrim.adapters.anthropic_write import row_message
+from histtrim.carriers import parse_tool_calls
 
 
 def as_json(value: object) -> str:

@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from histtrim.adapters.anthropic import to_anthropic
-from histtrim.adapters.anthropic_checks import AnthropicFormatError
-from histtrim.adapters.anthropic_items import anthropic_items
-from histtrim.carriers import to_chat_messages
-from histtrim.cli import main
-from histtrim.messages import (
+from histtrim import (
     AssistantToolCalls,
     Attachment,
     ChatMessage,
     ConversationMessage,
     ToolResultMessage,
     ToolResults,
+    to_chat_messages,
 )
-from histtrim.review.synth import generate
+from histtrim.adapters.anthropic import to_anthropic
+from histtrim.adapters.anthropic_checks import AnthropicFormatError
+from histtrim.adapters.anthropic_items import anthropic_items
+from histtrim.cli import main
+from livingspec.synth import generate
 
 SHOT = "https://files.example.com/a.png"
 

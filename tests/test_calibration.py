@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from histtrim import estimate_history_tokens, estimate_image_tokens
-from histtrim.calibration import (
-    CLASSES,
-    SAMPLES_PER_CLASS,
+from histtrim import estimate_history_tokens, text_tokens
+from histtrim.adapters.tokenizers import count_text, exact_counter, tokenizers_available
+from histtrim.estimate import estimate_image_tokens, utf8_len
+from livingspec.calibration.corpus import CLASSES, SAMPLES_PER_CLASS, samples, sessions
+from livingspec.calibration.measure import (
+    MESSAGES_CSV,
+    SESSIONS_CSV,
     TOKENIZERS,
+    RatioSummary,
     load_messages,
     load_sessions,
     measure_messages,
@@ -22,15 +26,10 @@ from histtrim.calibration import (
     overshoot,
     percentile,
     retries_to_fit,
-    samples,
-    sessions,
     sessions_csv,
     summarize_messages,
     summarize_sessions,
 )
-from histtrim.calibration.measure import MESSAGES_CSV, SESSIONS_CSV, RatioSummary
-from histtrim.estimate import text_tokens, utf8_len
-from histtrim.tokenizers import count_text, exact_counter, tokenizers_available
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -15,19 +15,21 @@ from histtrim import (
     ProviderProfile,
     ResolvedRuntime,
     RuntimeProfile,
-    ToolSchema,
     capacity_report,
     check_request,
     dispatched_images,
     estimate_history_tokens,
-    estimate_hooks,
-    estimate_image_tokens,
-    estimate_tool_schemas,
-    examples,
     message_cost,
     resolve_runtime,
 )
-from tests.strategies import GeneratedHistory, chat_histories
+from histtrim.estimate import (
+    ToolSchema,
+    estimate_hooks,
+    estimate_image_tokens,
+    estimate_tool_schemas,
+)
+from livingspec import examples
+from livingspec.strategies import GeneratedHistory, chat_histories
 
 SEARCH = ToolSchema(
     name="search_files",

@@ -16,15 +16,18 @@ from hypothesis import strategies as st
 from histtrim import (
     BREADCRUMB,
     ChatMessage,
+    HistoryPruning,
+    ProviderProfile,
+    RuntimeProfile,
     estimate_history_tokens,
+    resolve_runtime,
     to_chat_messages,
     trim_conversation_to_recent_turns,
 )
 from histtrim.adapters.openai import from_openai, trim_openai
-from histtrim.cli import explain_route, main
-from histtrim.config import HistoryPruning, ProviderProfile, RuntimeProfile
-from histtrim.examples import structured_session
-from histtrim.route import resolve_runtime
+from histtrim.cli import main
+from histtrim.cli.explain import explain_route
+from livingspec.examples import structured_session
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "coding_session.json"

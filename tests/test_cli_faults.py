@@ -16,13 +16,19 @@ import pytest
 
 import histtrim
 import histtrim.adapters.rewrite
-from histtrim.adapters.openai import OpenAIFormatError, from_openai
+from histtrim import (
+    Agent,
+    EventBus,
+    ProviderProfile,
+    ProviderReply,
+    RuntimeProfile,
+    resolve_runtime,
+)
+from histtrim.adapters.openai import from_openai
+from histtrim.adapters.openai_checks import OpenAIFormatError
+from histtrim.agent.providers import ScriptedProvider
 from histtrim.cli import main
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.events import EventBus, InMemoryTransport
-from histtrim.providers import ProviderReply, ScriptedProvider
-from histtrim.route import resolve_runtime
-from histtrim.runtime import Agent
+from histtrim.events import InMemoryTransport
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "examples" / "agents.toml"

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from histtrim import BREADCRUMB
 from histtrim.adapters.anthropic import from_anthropic
 from histtrim.adapters.formats import read_history
 from histtrim.cli import main
-from histtrim.display import turn_stats
-from histtrim.messages import BREADCRUMB
+from histtrim.turn_sizes import turn_stats
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:

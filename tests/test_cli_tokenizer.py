@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 import pytest
 
-import histtrim.tokenizers
-from histtrim import from_openai
+import histtrim.adapters.tokenizers
+from histtrim.adapters.openai import from_openai
+from histtrim.adapters.tokenizers import _backend, exact_counter, tokenizers_available
 from histtrim.cli import main
 from histtrim.counting import counted_costs
-from histtrim.tokenizers import _backend, exact_counter, tokenizers_available
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = str(ROOT / "examples" / "coding_session.json")
@@ -28,7 +28,7 @@ needs_extra = pytest.mark.skipif(
 def fake_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stand-in backend (one token per word), so the CLI plumbing is tested without the extra."""
     fake = SimpleNamespace(count=lambda text: len(text.split()))
-    monkeypatch.setattr(histtrim.tokenizers, "_backend", lambda name: fake)
+    monkeypatch.setattr(histtrim.adapters.tokenizers, "_backend", lambda name: fake)
 
 
 def rows() -> list:  # type: ignore[type-arg]

@@ -13,12 +13,11 @@ from pydantic import ValidationError
 from histtrim import (
     DEFAULT_MAX_HISTORY_TURNS,
     AgentConfig,
-    AgentProfile,
     HistoryPruning,
-    ModelRoute,
     ProviderProfile,
     RuntimeProfile,
 )
+from histtrim.config import AgentProfile, ModelRoute
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -15,29 +15,30 @@ from hypothesis import strategies as st
 
 from histtrim import (
     BREADCRUMB,
-    FRAME_TOKENS,
     IMAGE_TOKENS,
+    Agent,
     ChatMessage,
     ContextCapacityExceeded,
     ProviderProfile,
+    ProviderReply,
+    ResolvedRuntime,
     RuntimeProfile,
     TokenLedger,
     ToolCall,
     capacity_report,
     check_request,
     estimate_history_tokens,
-    image_marker,
     resolve_runtime,
+    text_tokens,
     trim_to_recent_turns,
 )
+from histtrim.adapters.tokenizers import row_text
+from histtrim.agent.providers import ScriptedProvider
+from histtrim.carriers import image_marker
 from histtrim.counting import counted_costs, counted_tokens, counter_name
-from histtrim.estimate import text_tokens
-from histtrim.examples import agent_session, many_turns_session
-from histtrim.providers import ProviderReply, ScriptedProvider
-from histtrim.route import ResolvedRuntime
-from histtrim.runtime import Agent
-from histtrim.tokenizers import row_text
-from tests.strategies import chat_histories, token_budgets
+from histtrim.messages import FRAME_TOKENS
+from livingspec.examples import agent_session, many_turns_session
+from livingspec.strategies import chat_histories, token_budgets
 
 
 class Words:

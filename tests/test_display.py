@@ -8,7 +8,6 @@ from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import GeneratedHistory, chat_histories, conversation_histories
 
 from histtrim import (
     BREADCRUMB,
@@ -16,17 +15,23 @@ from histtrim import (
     ChatMessage,
     ConversationMessage,
     ToolCall,
-    breadcrumb_message,
     estimate_history_tokens,
-    register_ipython_formatters,
     to_chat_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
 from histtrim.adapters.openai import from_openai, trim_openai
-from histtrim.display import History, history_html, trim_result_html, turn_stats
-from histtrim.examples import agent_session, session_with_late_system, structured_session
+from histtrim.display.views import (
+    History,
+    history_html,
+    register_ipython_formatters,
+    trim_result_html,
+)
+from histtrim.trim import breadcrumb_message
+from histtrim.turn_sizes import turn_stats
+from livingspec.examples import agent_session, session_with_late_system, structured_session
+from livingspec.strategies import GeneratedHistory, chat_histories, conversation_histories
 
 
 class Page(HTMLParser):

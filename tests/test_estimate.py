@@ -11,27 +11,29 @@ from math import ceil
 
 import pytest
 from hypothesis import given
-from strategies import GeneratedHistory, chat_histories
 
 from histtrim import (
     BREADCRUMB,
-    FRAME_TOKENS,
     IMAGE_TOKENS,
     Attachment,
     ChatMessage,
     ToolCall,
-    ToolSchema,
     estimate_history_tokens,
-    estimate_hooks,
-    estimate_image_tokens,
-    estimate_tool_schemas,
     index_turns,
     is_loadable_target,
     message_cost,
     message_costs,
     text_tokens,
-    tool_results_carrier,
 )
+from histtrim.carriers import tool_results_carrier
+from histtrim.estimate import (
+    ToolSchema,
+    estimate_hooks,
+    estimate_image_tokens,
+    estimate_tool_schemas,
+)
+from histtrim.messages import FRAME_TOKENS
+from livingspec.strategies import GeneratedHistory, chat_histories
 
 
 def plain(text: str) -> int:

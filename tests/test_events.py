@@ -10,14 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from histtrim.events import (
-    EventBus,
-    HistoryTrimmed,
-    InMemoryTransport,
-    JsonLinesTransport,
-    ObservedTrim,
-    TrimReason,
-)
+from histtrim import EventBus, HistoryTrimmed, TrimReason
+from histtrim.events import InMemoryTransport, JsonLinesTransport, ObservedTrim
 
 counts = st.integers(min_value=0, max_value=10**9)
 events = st.builds(

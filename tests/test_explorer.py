@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from histtrim import Policy
 from histtrim.cli.review import load_sessions
-from histtrim.display import turn_stats
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC
 from histtrim.review.compare import run_review
 from histtrim.review.explorer import explore
 from histtrim.review.replay import replay_session
+from histtrim.turn_sizes import turn_stats
 
 SESSIONS = Path(__file__).resolve().parent.parent / "examples" / "sessions"
 

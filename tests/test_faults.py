@@ -15,17 +15,27 @@ from typing import Any
 
 import pytest
 
-import histtrim.ledger
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.estimate import ToolSchema, estimate_history_tokens
-from histtrim.events import EventBus, HistoryTrimmed, InMemoryTransport, ObservedTrim
-from histtrim.ledger import TokenLedger
-from histtrim.messages import ChatMessage, ToolCall, ToolResults
-from histtrim.providers import ProviderError, ProviderReply, ScriptedProvider
-from histtrim.route import ResolvedRuntime, resolve_runtime
-from histtrim.runtime import Agent
-from histtrim.safety import sweep_orphans
-from histtrim.turns import index_turns
+import histtrim.agent.ledger
+from histtrim import (
+    Agent,
+    ChatMessage,
+    EventBus,
+    HistoryTrimmed,
+    ProviderProfile,
+    ProviderReply,
+    ResolvedRuntime,
+    RuntimeProfile,
+    TokenLedger,
+    ToolCall,
+    ToolResults,
+    estimate_history_tokens,
+    index_turns,
+    resolve_runtime,
+    sweep_orphans,
+)
+from histtrim.agent.providers import ProviderError, ScriptedProvider
+from histtrim.estimate import ToolSchema
+from histtrim.events import InMemoryTransport, ObservedTrim
 
 
 def runtime(**profile: object) -> ResolvedRuntime:
@@ -268,13 +278,13 @@ def test_item_4_a_shared_ledger_survives_six_threads_trimming(
 ) -> None:
     """Pricing a row yields to the other threads (a sleep inside `message_cost`), so an
     unlocked ledger interleaves its updates on every run, not only on unlucky ones."""
-    real = histtrim.ledger.message_cost
+    real = histtrim.agent.ledger.message_cost
 
     def slow_price(row: ChatMessage, *, current_turn: bool, **options: Any) -> int:
         time.sleep(0.0001)
         return real(row, current_turn=current_turn, **options)
 
-    monkeypatch.setattr(histtrim.ledger, "message_cost", slow_price)
+    monkeypatch.setattr(histtrim.agent.ledger, "message_cost", slow_price)
     ledger = TokenLedger([ChatMessage.system("sys")])
     errors: list[BaseException] = []
 

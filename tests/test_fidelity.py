@@ -16,27 +16,25 @@ from histtrim import (
     PairingProblem,
     ProviderProfile,
     RuntimeProfile,
-    ScriptedProvider,
     ToolCall,
     ToolResultMessage,
     ToolResults,
     drop_oldest_whole_turn,
     estimate_history_tokens,
-    estimate_image_tokens,
-    estimate_tool_schemas,
-    from_openai,
     index_turns,
     insert_breadcrumb,
     is_loadable_target,
-    json_object,
     resolve_runtime,
     sweep_orphans,
-    tool_results_carrier,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
     validate_tool_pairing,
 )
+from histtrim.adapters.openai import from_openai
+from histtrim.agent.providers import ScriptedProvider
+from histtrim.carriers import json_object, tool_results_carrier
+from histtrim.estimate import estimate_image_tokens, estimate_tool_schemas
 
 SYSTEM = ChatMessage.system("system")
 OLD_CRUMB = ChatMessage.user("[synthetic] earlier history was trimmed")
@@ -347,8 +345,8 @@ def test_item_6_agent_restore_refuses_a_history_the_sweep_could_not_pair(
 ) -> None:
     """The agent's restore checks the swept history with the validator: should the sweep
     ever leave a broken pairing, the session is refused and the agent is unchanged."""
-    from histtrim import runtime as runtime_module
-    from histtrim.pairing import SweepResult
+    from histtrim import SweepResult
+    from histtrim.agent import runtime as runtime_module
 
     rt = resolve_runtime(RuntimeProfile(), ProviderProfile(model="m", context_window=10_000), "m")
     bot = Agent(ScriptedProvider(), rt, system_prompt="s")

@@ -18,26 +18,22 @@ from matplotlib.colors import to_hex
 from histtrim import (
     Agent,
     ChatMessage,
-    Overflow,
     ProviderProfile,
     ProviderReply,
     RuntimeProfile,
-    ScriptedProvider,
     capacity_report,
     resolve_runtime,
 )
-from histtrim import examples as ex
-from histtrim.plotting import (
-    CONTENDER_STYLES,
-    call_timeline,
-    capacity_breakdown,
-    estimate_vs_bytes,
-    measured_trim_times,
-    print_block,
-    pruning_effect,
-    text_table,
-)
-from histtrim.plotting._base import _PALETTE
+from histtrim.agent.providers import Overflow, ScriptedProvider
+from histtrim.display.tables import text_table
+from livingspec import examples as ex
+from livingspec.plotting._base import _PALETTE
+from livingspec.plotting.budget import pruning_effect
+from livingspec.plotting.capacity import capacity_breakdown
+from livingspec.plotting.estimate import estimate_vs_bytes
+from livingspec.plotting.loop import call_timeline
+from livingspec.plotting.measured import CONTENDER_STYLES, measured_trim_times
+from livingspec.plotting.tables import print_block
 
 
 @pytest.fixture(autouse=True)

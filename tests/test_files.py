@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from histtrim.files import read_document, write_atomically
-from histtrim.policy import Policy
+from histtrim import Policy
+from histtrim._files import read_document, write_atomically
 
 
 def test_a_new_file_gets_the_usual_permissions_and_an_old_one_keeps_its_own(

@@ -10,20 +10,16 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import GeneratedHistory, chat_histories
 
-from histtrim import (
-    ChatMessage,
-    estimate_history_tokens,
-    index_turns,
-    message_costs,
-    turn_stats,
-)
+from histtrim import ChatMessage, estimate_history_tokens, index_turns, message_costs
 from histtrim.adapters import trim_records
 from histtrim.adapters.anthropic import from_anthropic, trim_anthropic
-from histtrim.adapters.formats import FormatError, detect_format, read_history
+from histtrim.adapters.formats import detect_format, read_history
 from histtrim.adapters.openai import openai_breadcrumb, to_openai
+from histtrim.adapters.records import FormatError
 from histtrim.adapters.rewrite import trim_history, turn_table, write_history
+from histtrim.turn_sizes import turn_stats
+from livingspec.strategies import GeneratedHistory, chat_histories
 
 LAYOUTS = st.sampled_from(["jsonl", "array", "body"])
 

@@ -16,24 +16,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from histtrim import (
-    MAX_JSON_DEPTH,
     ChatMessage,
     TokenLedger,
     drop_oldest_whole_turn,
     estimate_history_tokens,
-    history_html,
     insert_breadcrumb,
     leading_system_count,
-    parse_tool_calls,
     parse_tool_result,
     sweep_orphans,
     to_chat_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
-    turn_stats,
     validate_tool_pairing,
 )
+from histtrim.carriers import parse_tool_calls
+from histtrim.display.views import history_html
+from histtrim.messages import MAX_JSON_DEPTH
+from histtrim.turn_sizes import turn_stats
 
 IDS = st.sampled_from(["c1", "c2", "c3", "", "c\\ud800"])
 TEXTS = st.sampled_from(["", " ", "ok", "Looking.", "  trimmed \n", "x\\ud800", "ñ 😀"])

@@ -1,52 +1,73 @@
-"""Lower layers never import higher ones (DESIGN: messages -> turns -> estimate -> trim; the
-display depends on the results, never the reverse). Read from the source, function-level
-imports included, so a lazy import inside a method counts too."""
+"""The layering, written once: the tree is the architecture.
+
+- A top-level module of `histtrim/` is a part of the spec: its docstring starts with the rule
+  IDs it implements, and it imports no subpackage (a lazy import inside a function counts).
+  `_name.py` modules are the spec modules' own helpers and import nothing of histtrim.
+- A subpackage (`agent`, `adapters`, `display`, `cli`, `conformance`, `review`) is built on
+  the spec modules.
+- `livingspec/` (not installed) holds what only the notebooks, the site, CI and maintainers
+  use; nothing in `histtrim` imports it.
+- Every `from histtrim... import name` in the repository names the module that defines it;
+  `histtrim/__init__.py` is the one re-export point.
+
+The site's API reference reads the same layers from the tree (`spec_modules`)."""
 
 from __future__ import annotations
 
 import ast
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "histtrim"
+import pytest
 
-CORE = (
-    "unset", "messages", "carriers", "turns", "estimate", "pairing", "trim", "safety",
-    "turn_sizes",
-)
-"""The history core: it must work without any presentation or agent module."""
-HIGHER = (
-    "display", "display_page", "display_html", "plotting", "runtime", "agent_trims",
-    "agent_dispatch", "agent_history", "calls", "legacy", "tools", "cli", "adapters", "ledger",
-    "events", "providers",
-)
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "histtrim"
+RULE_IDS = re.compile(r"^(?:[A-Z]+-\d+(?:\.\.\d+)?)(?:, [A-Z]+-\d+(?:\.\.\d+)?)*: ")
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
+def spec_modules() -> list[str]:
+    """The top-level modules of histtrim that are parts of the spec (helpers excluded)."""
+    return sorted(p.stem for p in PACKAGE.glob("*.py") if not p.stem.startswith("_"))
+
+
+def _modules(top: str) -> dict[str, tuple[Path, bool]]:
     found = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = ["histtrim", *path.relative_to(PACKAGE).with_suffix("").parts]
+    for path in (ROOT / top).rglob("*.py"):
+        parts = [*path.relative_to(ROOT).with_suffix("").parts]
         package = parts[-1] == "__init__"
         found[".".join(parts[:-1] if package else parts)] = (path, package)
     return found
 
 
+MODULES = {**_modules("histtrim"), **_modules("livingspec")}
+
+
+def _imports(source: str, name: str, package: bool) -> list[tuple[str, str | None]]:
+    """(module, imported name or None) for every import in `source`, lazy ones included."""
+    here = name.split(".") if package else name.split(".")[:-1]
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            found.extend((target, alias.name) for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, None) for alias in node.names)
+    return found
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the histtrim modules it imports anywhere in its source."""
-    modules = _modules()
+    """Module -> the histtrim/livingspec modules it imports anywhere in its source."""
     graph: dict[str, set[str]] = {}
-    for name, (path, package) in modules.items():
-        here = name.split(".") if package else name.split(".")[:-1]
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                base = here[: len(here) - node.level + 1] if node.level else []
-                target = ".".join([*base, *([node.module] if node.module else [])])
-                for alias in node.names:
-                    full = f"{target}.{alias.name}"
-                    deps.add(full if full in modules else target)
-            elif isinstance(node, ast.Import):
-                deps.update(alias.name for alias in node.names)
-        graph[name] = {d for d in deps if d in modules and d != name}
+    for name, (path, package) in MODULES.items():
+        deps = set()
+        for target, imported in _imports(path.read_text(encoding="utf-8"), name, package):
+            full = f"{target}.{imported}" if imported else target
+            deps.add(full if full in MODULES else target)
+        graph[name] = {d for d in deps if d in MODULES and d != name}
     return graph
 
 
@@ -54,30 +75,53 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     seen, stack = set(), [start]
     while stack:
         for dep in graph[stack.pop()]:
-            if dep not in seen and dep != "histtrim":  # the package re-exports everything
+            if dep not in seen and dep != "histtrim":  # the package re-exports the spec
                 seen.add(dep)
                 stack.append(dep)
     return seen
 
 
+def _defines(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(n.id for t in node.targets for n in ast.walk(t)
+                         if isinstance(n, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
 def test_the_graph_sees_real_imports() -> None:
     graph = import_graph()
     assert {"histtrim.messages", "histtrim.turns", "histtrim.estimate"} <= graph["histtrim.trim"]
-    assert "histtrim.trim" in graph["histtrim.display"]  # the display reads the results
+    assert "histtrim.trim" in graph["histtrim.display.views"]  # the display reads the results
 
 
-def test_importing_trim_does_not_import_the_display() -> None:
+@pytest.mark.parametrize("module", spec_modules())
+def test_a_spec_module_names_its_rules_and_imports_no_subpackage(module: str) -> None:
+    path = PACKAGE / f"{module}.py"
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    assert RULE_IDS.match(docstring), f"histtrim/{module}.py: docstring must start with rule IDs"
+    higher = {m for m in reachable(import_graph(), f"histtrim.{module}")
+              if m.count(".") > 1 or m.startswith("livingspec") or MODULES[m][1]}
+    assert higher == set(), f"histtrim.{module} imports {sorted(higher)}"
+
+
+def test_helpers_import_nothing_of_histtrim() -> None:
     graph = import_graph()
-    assert "histtrim.display" not in reachable(graph, "histtrim.trim")
+    for path in PACKAGE.glob("_*.py"):
+        if path.name != "__init__.py":
+            assert graph[f"histtrim.{path.stem}"] == set(), path.name
 
 
-def test_core_modules_never_import_higher_layers() -> None:
+def test_nothing_installed_imports_the_living_spec() -> None:
     graph = import_graph()
-    for core in CORE:
-        higher = {
-            m for m in reachable(graph, f"histtrim.{core}") if m.split(".")[1] in HIGHER
-        }
-        assert higher == set(), f"histtrim.{core} imports {sorted(higher)}"
+    leaking = {m: sorted(d for d in deps if d.startswith("livingspec"))
+               for m, deps in graph.items() if m.startswith("histtrim")}
+    assert {m: d for m, d in leaking.items() if d} == {}
 
 
 def test_no_import_cycles() -> None:
@@ -85,3 +129,60 @@ def test_no_import_cycles() -> None:
     graph = import_graph()
     cyclic = sorted(m for m in graph if m != "histtrim" and m in reachable(graph, m))
     assert cyclic == []
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(where, Python source) of every module, test, tool, benchmark and notebook cell."""
+    found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
+             for top in ("histtrim", "livingspec", "tests", "tools", "bench", "docs")
+             for p in (ROOT / top).rglob("*.py")]
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        found.extend((f"{notebook.name}[{i}]", "".join(c["source"]))
+                     for i, c in enumerate(cells) if c["cell_type"] == "code")
+    return found
+
+
+def test_every_import_names_the_module_that_defines_the_name() -> None:
+    """One import path per name: no module re-exports what it does not define, but the
+    package itself (its `__all__`)."""
+    import histtrim
+
+    defined = {name: _defines(path) for name, (path, _) in MODULES.items()}
+    wrong = []
+    for where, source in _sources():
+        cleaned = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                            for line in source.split("\n"))
+        name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        package = where.endswith("__init__.py")
+        for target, imported in _imports(cleaned, name, package):
+            if imported is None or not target.startswith(("histtrim", "livingspec")):
+                continue
+            if f"{target}.{imported}" in MODULES:  # a module
+                ok = True
+            elif target == "histtrim":  # inside the package, import from the definer
+                ok = imported in histtrim.__all__ and not where.startswith("histtrim/")
+            else:
+                ok = imported in defined.get(target, set())
+            if not ok:
+                wrong.append(f"{where}: from {target} import {imported}")
+    assert wrong == []
+
+
+def test_import_histtrim_loads_pydantic_and_the_spec_only() -> None:
+    """The small install: `import histtrim` needs pydantic alone and loads no subpackage but
+    the agent runtime, whose names implement RUN-*, SEEN-4 and PAIR-4."""
+    code = ("import sys, histtrim; print('\\n'.join(sorted(m for m in sys.modules "
+            "if not m.startswith('_') and '.' not in m)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    tops = set(done.stdout.split())
+    third_party = tops - set(sys.stdlib_module_names) - {"histtrim"}
+    assert third_party <= {"pydantic", "pydantic_core", "typing_extensions",
+                           "typing_inspection", "annotated_types"}, sorted(third_party)
+    code = ("import sys, histtrim; print('\\n'.join(sorted(m for m in sys.modules "
+            "if m.startswith('histtrim.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    loaded = {m.split(".")[1] for m in done.stdout.split() if m.count(".") > 1}
+    assert loaded == {"agent"}

@@ -17,14 +17,14 @@ from histtrim import (
     ChatMessage,
     TokenLedger,
     ToolCall,
-    breadcrumb_message,
     estimate_history_tokens,
     index_turns,
     leading_system_count,
-    tool_results_carrier,
     trim_to_recent_turns,
 )
-from tests.strategies import chat_histories, token_budgets
+from histtrim.carriers import tool_results_carrier
+from histtrim.trim import breadcrumb_message
+from livingspec.strategies import chat_histories, token_budgets
 
 SYSTEM = ChatMessage.system("You are a careful coding assistant.")
 OPS = ("append", "extend", "trim", "trim_rebuild", "trim_advance", "drop", "insert", "crumb")

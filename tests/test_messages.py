@@ -18,18 +18,20 @@ from histtrim import (
     ToolCall,
     ToolResultMessage,
     ToolResults,
-    breadcrumb_message,
-    chat_rows,
     conversation_rows,
     estimate_history_tokens,
     index_turns,
-    parse_tool_calls,
     parse_tool_result,
+    to_chat_messages,
+)
+from histtrim.carriers import (
+    parse_tool_calls,
     split_carrier_attachments,
     split_image_markers,
-    to_chat_messages,
     tool_results_carrier,
 )
+from histtrim.messages import chat_rows
+from histtrim.trim import breadcrumb_message
 
 
 def test_constants() -> None:

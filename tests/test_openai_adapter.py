@@ -16,20 +16,15 @@ from histtrim import (
     IMAGE_TOKENS,
     ChatMessage,
     ToolCall,
+    TrimReason,
     estimate_history_tokens,
     index_turns,
-    parse_tool_calls,
     parse_tool_result,
 )
 from histtrim.adapters import trim_records
-from histtrim.adapters.openai import (
-    OpenAIFormatError,
-    from_openai,
-    openai_breadcrumb,
-    to_openai,
-    trim_openai,
-)
-from histtrim.events import TrimReason
+from histtrim.adapters.openai import from_openai, openai_breadcrumb, to_openai, trim_openai
+from histtrim.adapters.openai_checks import OpenAIFormatError
+from histtrim.carriers import parse_tool_calls
 
 
 def as_json(value: object) -> str:

@@ -15,7 +15,6 @@ import matplotlib.pyplot as plt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import GeneratedHistory, chat_histories, conversation_histories
 
 from histtrim import (
     BREADCRUMB,
@@ -24,32 +23,23 @@ from histtrim import (
     ToolCall,
     ToolResultMessage,
     ToolResults,
-    breadcrumb_message,
     estimate_history_tokens,
     message_costs,
-    parse_tool_calls,
     parse_tool_result,
     to_chat_messages,
-    tool_results_carrier,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from histtrim import examples as ex
-from histtrim.plotting import (
-    budget_cut,
-    cumulative_from_newest,
-    estimate_rows,
-    estimate_vs_bytes,
-    history_table,
-    item_costs,
-    kept_rows,
-    row_summary,
-    text_table,
-    turn_map,
-    turn_map_rows,
-)
-from histtrim.plotting.turns import axis_cut
+from histtrim.carriers import parse_tool_calls, tool_results_carrier
+from histtrim.display.tables import text_table
+from histtrim.trim import breadcrumb_message
+from livingspec import examples as ex
+from livingspec.plotting.cut import budget_cut, cumulative_from_newest
+from livingspec.plotting.estimate import estimate_rows, estimate_vs_bytes
+from livingspec.plotting.tables import history_table, item_costs, row_summary
+from livingspec.plotting.turns import axis_cut, kept_rows, turn_map, turn_map_rows
+from livingspec.strategies import GeneratedHistory, chat_histories, conversation_histories
 
 
 @pytest.fixture(autouse=True)

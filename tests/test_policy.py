@@ -19,19 +19,20 @@ from histtrim import (
     Agent,
     ChannelSenderCache,
     ChatMessage,
+    Policy,
     ProviderProfile,
+    ProviderReply,
     RuntimeProfile,
-    ScriptedProvider,
     TokenLedger,
     cap_tool_result,
     estimate_history_tokens,
-    estimate_tool_schemas,
     resolve_runtime,
     trim_to_recent_turns,
 )
+from histtrim.agent.providers import Overflow, ScriptedProvider
 from histtrim.carriers import image_marker
-from histtrim.policy import SPEC, Policy
-from histtrim.providers import Overflow, ProviderReply
+from histtrim.estimate import estimate_tool_schemas
+from histtrim.policy import SPEC
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC_FILE = ROOT / "examples" / "policies" / "spec.toml"
@@ -95,18 +96,19 @@ def test_every_policy_parameter_defaults_to_the_spec() -> None:
         "histtrim.estimate.message_cost", "histtrim.estimate.message_costs",
         "histtrim.estimate.estimate_history_tokens", "histtrim.estimate.estimate_image_tokens",
         "histtrim.estimate.estimate_tool_schemas", "histtrim.estimate.estimate_hooks",
-        "histtrim.trim.trim_to_recent_turns", "histtrim.ledger.TokenLedger.__init__",
+        "histtrim.trim.trim_to_recent_turns", "histtrim.agent.ledger.TokenLedger.__init__",
         "histtrim.route.resolve_runtime", "histtrim.route.select_route",
         "histtrim.config.RuntimeProfile.history_turn_limit",
         "histtrim.config.RuntimeProfile.tool_result_cap",
         "histtrim.safety.cap_tool_result", "histtrim.safety.ChannelSenderCache.__init__",
-        "histtrim.providers.ScriptedProvider.__init__", "histtrim.runtime.Agent.__init__",
+        "histtrim.agent.providers.ScriptedProvider.__init__",
+        "histtrim.agent.runtime.Agent.__init__",
         "histtrim.adapters.trim_records", "histtrim.adapters.openai.trim_openai",
         "histtrim.turn_sizes.turn_stats",
     }
     assert required <= set(found), sorted(required - set(found))
     for name, parameter in found.items():
-        if name == "histtrim.runtime.Agent.__init__":
+        if name == "histtrim.agent.runtime.Agent.__init__":
             assert parameter.default is None  # the runtime's policy
         elif name.startswith("histtrim.review.") and parameter.default is inspect.Parameter.empty:
             continue  # a review compares policies: there the policy is a required argument
@@ -228,7 +230,7 @@ def test_tool_result_cap_and_split_pair_3() -> None:
         """Prints a long log."""
         return "z" * 100
 
-    from histtrim.providers import ToolCall
+    from histtrim import ToolCall
 
     call = ToolCall(id="c1", name="dump")
     for profile, expected in ((None, 30), (RuntimeProfile(max_tool_result_chars=60), 60)):

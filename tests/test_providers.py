@@ -6,17 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim.estimate import ToolSchema, estimate_history_tokens, estimate_tool_schemas
-from histtrim.messages import ChatMessage, ToolCall
-from histtrim.providers import (
+from histtrim import (
+    ChatMessage,
     ContextOverflowError,
-    Overflow,
     Provider,
     ProviderReply,
-    ScriptedProvider,
-    ScriptExhaustedError,
-    Usage,
+    ToolCall,
+    estimate_history_tokens,
 )
+from histtrim.agent.providers import Overflow, ScriptedProvider, ScriptExhaustedError, Usage
+from histtrim.estimate import ToolSchema, estimate_tool_schemas
 
 SCHEMA = ToolSchema(name="grep", description="Search files.", parameters={"type": "object"})
 

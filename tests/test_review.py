@@ -9,24 +9,27 @@ from types import SimpleNamespace
 
 import pytest
 
-from histtrim.adapters.formats import sniff_format
-from histtrim.cli import main
-from histtrim.cli.review import load_sessions, policies_from
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.display import turn_stats
-from histtrim.estimate import IMAGE_TOKENS
-from histtrim.messages import (
+from histtrim import (
+    IMAGE_TOKENS,
     AssistantToolCalls,
     ChatMessage,
+    Policy,
+    ProviderProfile,
+    RuntimeProfile,
     ToolCall,
     ToolResultMessage,
     ToolResults,
 )
-from histtrim.policy import SPEC, Policy
+from histtrim.adapters.formats import sniff_format
+from histtrim.cli import main
+from histtrim.cli.review import load_sessions, policies_from
+from histtrim.policy import SPEC
 from histtrim.review.compare import format_review, run_review
-from histtrim.review.replay import ReplaySettings, replay, replay_session, session_from_items
+from histtrim.review.replay import ReplaySettings, replay, replay_session
 from histtrim.review.report import per_session, per_session_table, report_html
-from histtrim.review.synth import KINDS, generate
+from histtrim.review.sessions import session_from_items
+from histtrim.turn_sizes import turn_stats
+from livingspec.synth import KINDS, generate
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = ROOT / "examples" / "sessions"
@@ -291,10 +294,10 @@ def test_progress_bar_on_long_runs(capsys: pytest.CaptureFixture[str]) -> None:
 def words_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     """A stand-in for the extra's vocabulary (one token per word), so `--tokenizer` is tested
     without histtrim[tokenizers] installed."""
-    import histtrim.tokenizers
+    import histtrim.adapters.tokenizers
 
     fake = SimpleNamespace(count=lambda text: len(text.split()))
-    monkeypatch.setattr(histtrim.tokenizers, "_backend", lambda name: fake)
+    monkeypatch.setattr(histtrim.adapters.tokenizers, "_backend", lambda name: fake)
 
 
 def test_review_counts_with_the_tokenizer_it_is_given(

@@ -15,7 +15,6 @@ from histtrim import (
     AgentConfig,
     ChatMessage,
     HistoryPruning,
-    ModelRoute,
     ProviderProfile,
     ResolvedRuntime,
     RuntimeProfile,
@@ -23,6 +22,7 @@ from histtrim import (
     resolve_runtime,
     select_route,
 )
+from histtrim.config import ModelRoute
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BIG = ProviderProfile(model="big-model", context_window=200_000)

@@ -17,39 +17,38 @@ import pytest
 import histtrim.carriers
 import histtrim.estimate
 import histtrim.turns
-from histtrim.capacity import ContextCapacityExceeded
-from histtrim.carriers import parse_tool_calls, to_chat_messages
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.estimate import ToolSchema, estimate_history_tokens
-from histtrim.events import EventBus, InMemoryTransport, JsonLinesTransport, ObservedTrim
-from histtrim.messages import (
+from histtrim import (
     BREADCRUMB,
+    LEGACY_TRIM_LOG,
+    Agent,
     AssistantToolCalls,
     ChatMessage,
+    ContextCapacityExceeded,
+    ContextOverflowError,
     ConversationMessage,
+    EventBus,
+    ProviderProfile,
+    ProviderReply,
+    ResolvedRuntime,
+    RuntimeProfile,
+    Tool,
     ToolCall,
     ToolResultMessage,
     ToolResults,
-)
-from histtrim.providers import (
-    ContextOverflowError,
-    Overflow,
-    ProviderError,
-    ProviderReply,
-    ScriptedProvider,
-)
-from histtrim.route import ResolvedRuntime, resolve_runtime
-from histtrim.runtime import (
-    FINAL_SUMMARY_PROMPT,
-    LEGACY_TRIM_LOG,
-    UNRECOVERABLE_OVERFLOW,
-    Agent,
-    Tool,
     UnrecoverableContextOverflow,
+    estimate_history_tokens,
+    index_turns,
     legacy_run,
+    resolve_runtime,
+    to_chat_messages,
 )
-from histtrim.safety import OrphanRemoval
-from histtrim.turns import index_turns
+from histtrim.agent.legacy import FINAL_SUMMARY_PROMPT
+from histtrim.agent.providers import Overflow, ProviderError, ScriptedProvider
+from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW
+from histtrim.carriers import parse_tool_calls
+from histtrim.estimate import ToolSchema
+from histtrim.events import InMemoryTransport, JsonLinesTransport, ObservedTrim
+from histtrim.pairing import OrphanRemoval
 
 SYSTEM = "You help Ana run her online shop."
 

@@ -11,37 +11,37 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim.capacity import ContextCapacityExceeded
-from histtrim.carriers import parse_tool_calls, parse_tool_result
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.estimate import ToolSchema, estimate_history_tokens
-from histtrim.events import EventBus, ObservedTrim
-from histtrim.messages import (
+from histtrim import (
     BREADCRUMB,
+    LEGACY_TRIM_LOG,
+    Agent,
     AssistantToolCalls,
     ChatMessage,
+    ContextCapacityExceeded,
+    ContextOverflowError,
     ConversationMessage,
+    EventBus,
+    ProviderProfile,
+    ProviderReply,
+    ResolvedRuntime,
+    RuntimeProfile,
     ToolCall,
     ToolResultMessage,
     ToolResults,
-)
-from histtrim.providers import (
-    ContextOverflowError,
-    Overflow,
-    ProviderReply,
-    ScriptedProvider,
-    ScriptExhaustedError,
-    ScriptStep,
-)
-from histtrim.route import ResolvedRuntime, resolve_runtime
-from histtrim.runtime import (
-    FINAL_SUMMARY_PROMPT,
-    LEGACY_TRIM_LOG,
-    Agent,
     UnrecoverableContextOverflow,
+    estimate_history_tokens,
+    index_turns,
+    leading_system_count,
     legacy_run,
+    opens_turn,
+    parse_tool_result,
+    resolve_runtime,
 )
-from histtrim.turns import index_turns, leading_system_count, opens_turn
+from histtrim.agent.legacy import FINAL_SUMMARY_PROMPT
+from histtrim.agent.providers import Overflow, ScriptedProvider, ScriptExhaustedError, ScriptStep
+from histtrim.carriers import parse_tool_calls
+from histtrim.estimate import ToolSchema
+from histtrim.events import ObservedTrim
 
 SYSTEM = "You are the shop assistant."
 EXPECTED_FAILURES = (

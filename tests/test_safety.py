@@ -10,30 +10,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim.carriers import (
-    parse_tool_calls,
-    parse_tool_result,
-    to_chat_messages,
-    tool_results_carrier,
-)
-from histtrim.messages import (
+from histtrim import (
+    DEFAULT_CHANNEL_CACHE_ROWS,
     AssistantToolCalls,
+    ChannelSenderCache,
     ChatMessage,
     ConversationMessage,
+    PairingProblem,
     ToolCall,
     ToolResultMessage,
     ToolResults,
-)
-from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.safety import (
-    DEFAULT_CHANNEL_CACHE_ROWS,
-    ChannelSenderCache,
-    OrphanRemoval,
     cap_tool_result,
+    opens_turn,
+    parse_tool_result,
     sweep_orphans,
+    to_chat_messages,
+    trim_conversation_to_recent_turns,
+    validate_tool_pairing,
 )
-from histtrim.trim import trim_conversation_to_recent_turns
-from histtrim.turns import opens_turn
+from histtrim.carriers import parse_tool_calls, tool_results_carrier
+from histtrim.pairing import OrphanRemoval
 
 
 def pairing_problems(rows: Sequence[ChatMessage]) -> list[str]:

@@ -11,16 +11,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim import ChatMessage, estimate_history_tokens
+from histtrim import (
+    ChatMessage,
+    ContextCapacityExceeded,
+    ProviderProfile,
+    RuntimeProfile,
+    TokenLedger,
+    cap_tool_result,
+    check_request,
+    estimate_history_tokens,
+    index_turns,
+    resolve_runtime,
+    trim_to_recent_turn_count,
+    trim_to_recent_turns,
+)
 from histtrim.adapters.openai import trim_openai
-from histtrim.capacity import ContextCapacityExceeded, check_request
-from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.estimate import estimate_hooks, estimate_tool_schemas
-from histtrim.ledger import TokenLedger
-from histtrim.route import resolve_runtime
-from histtrim.safety import cap_tool_result
-from histtrim.trim import trim_to_recent_turn_count, trim_to_recent_turns
-from histtrim.turns import index_turns
 
 
 @given(st.text(max_size=300), st.integers(1, 400))

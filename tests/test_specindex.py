@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from histtrim.specindex import (
+from livingspec.specindex import (
     Heading,
     Rule,
     markdown_headings,

@@ -1,4 +1,4 @@
-"""`histtrim.tokenizers`: exact counts from the optional extra `histtrim[tokenizers]`
+"""`histtrim.adapters.tokenizers`: exact counts from the optional extra `histtrim[tokenizers]`
 (bpe-openai), never imported by the library at import time. Tests marked `needs_extra` run
 only where the extra is installed; the others run everywhere."""
 
@@ -9,10 +9,8 @@ import sys
 
 import pytest
 
-from histtrim import ChatMessage, image_marker, trim_to_recent_turns
-from histtrim.calibration import samples
-from histtrim.calibration.corpus import CLASSES
-from histtrim.tokenizers import (
+from histtrim import ChatMessage, trim_to_recent_turns
+from histtrim.adapters.tokenizers import (
     ENCODINGS,
     INSTALL_HINT,
     _backend,
@@ -21,6 +19,8 @@ from histtrim.tokenizers import (
     row_text,
     tokenizers_available,
 )
+from histtrim.carriers import image_marker
+from livingspec.calibration.corpus import CLASSES, samples
 
 needs_extra = pytest.mark.skipif(
     not tokenizers_available(), reason="needs the optional extra histtrim[tokenizers]"
@@ -28,7 +28,7 @@ needs_extra = pytest.mark.skipif(
 
 
 def test_importing_histtrim_never_imports_the_extra() -> None:
-    code = "import sys, histtrim, histtrim.tokenizers, histtrim.calibration; " \
+    code = "import sys, histtrim, histtrim.adapters.tokenizers, livingspec.calibration.measure; " \
         "print('bpe_openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -9,35 +9,38 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from histtrim import ToolOutput
-from histtrim.adapters.anthropic import from_anthropic, to_anthropic
-from histtrim.carriers import parse_tool_result, to_chat_messages
-from histtrim.config import ProviderProfile, RuntimeProfile
-from histtrim.conformance.codec import row_json
-from histtrim.display import history_html
-from histtrim.estimate import (
-    FRAME_TOKENS,
+from histtrim import (
     IMAGE_TOKENS,
-    estimate_history_tokens,
-    estimate_image_tokens,
-    message_cost,
-)
-from histtrim.messages import (
+    Agent,
     AssistantToolCalls,
     Attachment,
     ChatMessage,
     ConversationMessage,
+    ProviderProfile,
+    ProviderReply,
+    RuntimeProfile,
+    Tool,
     ToolCall,
+    ToolOutput,
     ToolResultMessage,
     ToolResults,
+    cap_tool_result,
     conversation_rows,
+    estimate_history_tokens,
+    message_cost,
+    parse_tool_result,
+    resolve_runtime,
+    sweep_orphans,
+    to_chat_messages,
+    validate_tool_pairing,
 )
-from histtrim.pairing import validate_tool_pairing
-from histtrim.plotting.tables import row_summary
-from histtrim.providers import ProviderReply, ScriptedProvider
-from histtrim.route import resolve_runtime
-from histtrim.runtime import Agent, Tool
-from histtrim.safety import cap_tool_result, sweep_orphans
+from histtrim.adapters.anthropic import from_anthropic, to_anthropic
+from histtrim.agent.providers import ScriptedProvider
+from histtrim.conformance.codec import row_json
+from histtrim.display.views import history_html
+from histtrim.estimate import estimate_image_tokens
+from histtrim.messages import FRAME_TOKENS
+from livingspec.plotting.tables import row_summary
 
 SHOT = "https://files.example.com/shot.png"
 LOCAL = "/tmp/checkout.png"

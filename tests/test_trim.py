@@ -14,17 +14,16 @@ from histtrim import (
     ToolCall,
     ToolResultMessage,
     ToolResults,
-    breadcrumb_message,
     drop_oldest_whole_turn,
     estimate_history_tokens,
     insert_breadcrumb,
-    parse_tool_calls,
     parse_tool_result,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from histtrim.carriers import tool_results_carrier
+from histtrim.carriers import parse_tool_calls, tool_results_carrier
+from histtrim.trim import breadcrumb_message
 
 SYSTEM = ChatMessage.system("You are a careful coding assistant.")
 CRUMB = breadcrumb_message()

@@ -15,12 +15,6 @@ from typing import Any
 
 from hypothesis import given, note
 from hypothesis import strategies as st
-from strategies import (
-    GeneratedHistory,
-    chat_histories,
-    conversation_histories,
-    token_budgets,
-)
 
 from histtrim import (
     AssistantToolCalls,
@@ -31,12 +25,18 @@ from histtrim import (
     estimate_history_tokens,
     index_turns,
     message_costs,
-    parse_tool_calls,
     parse_tool_result,
     to_chat_messages,
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
+)
+from histtrim.carriers import parse_tool_calls
+from livingspec.strategies import (
+    GeneratedHistory,
+    chat_histories,
+    conversation_histories,
+    token_budgets,
 )
 
 MAX_TURNS = st.integers(0, 8)

@@ -11,14 +11,14 @@ from histtrim import (
     ToolCall,
     ToolResultMessage,
     ToolResults,
-    breadcrumb_message,
     conversation_rows,
     index_turns,
     leading_system_count,
     opens_turn,
     to_chat_messages,
-    tool_results_carrier,
 )
+from histtrim.carriers import tool_results_carrier
+from histtrim.trim import breadcrumb_message
 
 SYSTEM = ChatMessage.system("You are a careful coding assistant.")
 SEARCH = ToolCall(id="call_1", name="search_files", arguments={"pattern": "TODO", "path": "src/"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from histtrim.validation import integer_in, non_negative
+from histtrim._checks import integer_in, non_negative
 
 
 @pytest.mark.parametrize("value", [0, 1, 10**12])

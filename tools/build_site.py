@@ -23,16 +23,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from histtrim.specindex import rule_coverage, rules
+from livingspec.specindex import rule_coverage, rules
 
 ROOT = Path(__file__).resolve().parent.parent
 STATUS = ROOT / "build" / "test-status.json"
-# Layer order of the API reference (lower layers first); modules not listed follow in the
-# order `histtrim/__init__.py` imports them, so a new module needs no edit here.
-LAYERS = ["messages", "carriers", "turns", "estimate", "trim", "turn_sizes", "config", "route",
-          "capacity", "events", "providers", "runtime", "safety", "ledger", "adapters",
-          "adapters.openai", "display"]
-SUBMODULES = ["histtrim.examples", "histtrim.plotting", "histtrim.specindex"]
+# The living spec's modules the notebooks use, documented after the public API.
+SUBMODULES = ["livingspec.examples", "livingspec.specindex",
+              *(f"livingspec.plotting.{p.stem}"
+                for p in sorted((ROOT / "livingspec" / "plotting").glob("[!_]*.py"))
+                if p.stem != "__init__")]
 
 
 def _git(*args: str) -> str:
@@ -132,6 +131,23 @@ def _public_sources() -> dict[str, str]:
     return found
 
 
+def layer_order(modules: list[str]) -> list[str]:
+    """`modules` (paths under histtrim/) lower layers first, read from the tree: a module
+    comes after every module it imports (ties by name)."""
+    deps: dict[str, set[str]] = {}
+    for module in modules:
+        path = ROOT / "histtrim" / (module.replace(".", "/") + ".py")
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        deps[module] = {n.module.removeprefix("histtrim.") for n in ast.walk(tree)
+                        if isinstance(n, ast.ImportFrom) and n.module
+                        and n.module.removeprefix("histtrim.") in modules} - {module}
+    ordered: list[str] = []
+    while len(ordered) < len(modules):
+        ready = sorted(m for m in modules if m not in ordered and deps[m] <= set(ordered))
+        ordered.append(ready[0] if ready else sorted(set(modules) - set(ordered))[0])
+    return ordered
+
+
 def _rst_heading(text: str, underline: str) -> list[str]:
     return [text, underline * len(text), ""]
 
@@ -143,12 +159,13 @@ def api_page() -> str:
     import histtrim
 
     sources = _public_sources()
-    modules = list(dict.fromkeys([*LAYERS, *sources.values()]))
+    modules = layer_order(sorted(set(sources.values())))
     out = [*_rst_heading("API reference", "="),
            "Generated from the docstrings. Everything in the first sections is importable from "
            "``histtrim`` directly (``from histtrim import trim_to_recent_turns``); the sections "
-           "follow the modules that define the names, lower layers first. The last sections are "
-           "the public submodules used by the notebooks.", ""]
+           "follow the modules that define the names, lower layers first, each headed by the "
+           "rules it implements. The last sections are the living spec's modules the notebooks "
+           "use (``livingspec``, in the repository, not installed).", ""]
     for module in modules:
         names = [n for n in histtrim.__all__ if sources.get(n) == module]
         if not names:

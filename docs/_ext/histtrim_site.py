@@ -2,7 +2,7 @@
 
 - Every chapter heading that cites a rule ID (`KEEP-1 — ...`) gets the stable anchor
   `#keep-1` (the first such heading of the page), and the first chapter citing a rule (the
-  order of `histtrim.specindex.rule_coverage`) also owns the site-wide label `keep-1`, so
+  order of `livingspec.specindex.rule_coverage`) also owns the site-wide label `keep-1`, so
   ``{ref}`KEEP-1 <keep-1>``` links to it from any page.
 - Under each such heading, a line "Implemented by:" cross-references the API entries that
   implement the rules it cites (docs/implemented_by.toml); a name that resolves to nothing
@@ -19,7 +19,7 @@ from docutils import nodes
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 
-from histtrim.specindex import RULE_ID, rule_coverage
+from livingspec.specindex import RULE_ID, rule_coverage
 
 
 def _setup_rules(app: Sphinx) -> None:

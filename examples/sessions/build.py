@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from histtrim import to_chat_messages, to_openai
+from histtrim import to_chat_messages
+from histtrim.adapters.openai import to_openai
 from histtrim.adapters.anthropic import to_anthropic
-from histtrim.review.synth import generate
+from livingspec.synth import generate
 
 HERE = Path(__file__).resolve().parent
 

@@ -10,19 +10,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..counting import TokenCounter, counted_costs, counter_name
-from ..estimate import estimate_history_tokens
-from ..events import HistoryTrimmed, TrimReason
-from ..messages import ChatMessage
-from ..policy import SPEC, Policy
-from ..trim import (
+from histtrim.counting import TokenCounter, counted_costs, counter_name
+from histtrim.estimate import estimate_history_tokens
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
+from histtrim.trim import (
     TrimResult,
     TurnCountTrimResult,
     insert_breadcrumb,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
 )
-from ..turns import leading_system_count
+from histtrim.turns import leading_system_count
 
 R = TypeVar("R")
 
@@ -53,7 +53,7 @@ class RecordTrimResult(Generic[R]):
         )
 
     def _repr_html_(self) -> str:
-        from ..display import trim_result_html
+        from histtrim.display.views import trim_result_html
 
         return trim_result_html(self.result, crumb_inserted=self.crumb_inserted)
 

@@ -23,19 +23,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..carriers import (
-    image_marker,
-    json_object,
-    tool_results_carrier,
+from histtrim.adapters import RecordTrimResult, trim_records
+from histtrim.adapters.anthropic_checks import (
+    AnthropicFormatError,
+    check_block,
+    checked_blocks,
+    image_target,
 )
-from ..messages import BREADCRUMB, ChatMessage, ToolCall
-from . import RecordTrimResult, trim_records
-from .anthropic_checks import ROLES as ROLES
-from .anthropic_checks import AnthropicFormatError as AnthropicFormatError
-from .anthropic_checks import check_block, checked_blocks, image_target
-from .anthropic_write import AnthropicMessage as AnthropicMessage
-from .anthropic_write import row_message as row_message
-from .kinds import json_kind
+from histtrim.adapters.anthropic_write import AnthropicMessage, row_message
+from histtrim.adapters.kinds import json_kind
+from histtrim.carriers import image_marker, json_object, tool_results_carrier
+from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 
 
 @dataclass(frozen=True)

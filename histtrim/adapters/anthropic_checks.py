@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .kinds import json_kind
+from histtrim.adapters.kinds import json_kind
 
 ROLES = ("user", "assistant")
 

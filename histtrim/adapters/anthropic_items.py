@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..carriers import parse_tool_calls
-from ..messages import (
+from histtrim.adapters.anthropic import from_anthropic, tool_results
+from histtrim.carriers import parse_tool_calls
+from histtrim.messages import (
     AssistantToolCalls,
     ChatMessage,
     ConversationMessage,
     ToolResultMessage,
     ToolResults,
 )
-from .anthropic import from_anthropic, tool_results
 
 
 def anthropic_items(

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..carriers import image_marker, json_object, parse_tool_result
-from ..messages import TOOL_RESULTS_PREFIX, Attachment, ChatMessage, ToolCall
-from .parts import marker_parts
+from histtrim.adapters.parts import marker_parts
+from histtrim.carriers import image_marker, json_object, parse_tool_result
+from histtrim.messages import TOOL_RESULTS_PREFIX, Attachment, ChatMessage, ToolCall
 
 AnthropicMessage = dict[str, Any]
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..estimate import dispatched_images, message_cost
-from ..messages import BREADCRUMB, ChatMessage, row_facts
-from .records import Format, FormatError, row_text
+from histtrim.adapters.records import Format, FormatError, row_text
+from histtrim.estimate import dispatched_images, message_cost
+from histtrim.messages import BREADCRUMB, ChatMessage, row_facts
 
 Layout = Literal["jsonl", "array", "body"]
 FORMATS: tuple[Format, ...] = ("histtrim", "openai", "anthropic")
@@ -232,7 +232,7 @@ def _loads(text: bytes, line: int | None) -> Any:
 
 
 def _anthropic_system(body: Mapping[str, Any]) -> str:
-    from .anthropic import from_anthropic
+    from histtrim.adapters.anthropic import from_anthropic
 
     return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
 

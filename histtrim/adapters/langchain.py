@@ -14,10 +14,10 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..estimate import message_costs
-from ..messages import BREADCRUMB, ChatMessage, ToolCall
-from ..trim import first_turn_within
-from ..turns import TurnIndex, index_turns
+from histtrim.estimate import message_costs
+from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.trim import first_turn_within
+from histtrim.turns import TurnIndex, index_turns
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

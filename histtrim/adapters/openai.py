@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..carriers import (
-    parse_tool_calls,
-    parse_tool_result,
-)
-from ..messages import (
+from histtrim.adapters import RecordTrimResult, trim_records
+from histtrim.adapters.openai_checks import OpenAIFormatError, check_message
+from histtrim.adapters.parts import marker_parts
+from histtrim.carriers import parse_tool_calls, parse_tool_result
+from histtrim.messages import (
     BREADCRUMB,
     MAX_JSON_DEPTH,
     ChatMessage,
@@ -34,12 +34,7 @@ from ..messages import (
     chat_rows,
     json_too_deep,
 )
-from ..policy import SPEC, Policy
-from . import RecordTrimResult, trim_records
-from .openai_checks import ROLES as ROLES
-from .openai_checks import OpenAIFormatError as OpenAIFormatError
-from .openai_checks import check_message
-from .parts import marker_parts
+from histtrim.policy import SPEC, Policy
 
 OpenAIMessage = dict[str, Any]
 

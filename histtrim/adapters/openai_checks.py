@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .kinds import json_kind
+from histtrim.adapters.kinds import json_kind
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The chat-completions roles histtrim reads (`developer` is kept as a system row)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..carriers import IMAGE_MARKER, marker_image
+from histtrim.carriers import IMAGE_MARKER, marker_image
 
 Part = dict[str, Any]
 

@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..messages import ChatMessage, ConversationMessage, Role
+from histtrim.messages import ChatMessage, ConversationMessage, Role
 
 Format = Literal["histtrim", "openai", "anthropic"]
 _ROLES = frozenset(get_args(Role))
@@ -69,7 +69,8 @@ def _openai(record: Mapping[str, Any]) -> tuple[str, str]:
         calls = _plain_calls(record["tool_calls"])
         if calls is not None:
             return "assistant", _compact({"content": content, "tool_calls": calls})
-    from .openai import OpenAIFormatError, from_openai
+    from histtrim.adapters.openai import from_openai
+    from histtrim.adapters.openai_checks import OpenAIFormatError
 
     try:
         row = from_openai([record])[0]
@@ -103,7 +104,8 @@ def _anthropic(record: Mapping[str, Any]) -> tuple[str, str]:
     if type(content) is str and record.keys() == _PLAIN:  # noqa: SIM102
         if role == "user" or (role == "assistant" and not content.startswith("{")):
             return role, content
-    from .anthropic import AnthropicFormatError, message_row
+    from histtrim.adapters.anthropic import message_row
+    from histtrim.adapters.anthropic_checks import AnthropicFormatError
 
     try:
         row = message_row(record)

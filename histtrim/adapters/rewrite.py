@@ -13,13 +13,13 @@ from itertools import accumulate, repeat
 from operator import add
 from typing import Any
 
-from ..events import HistoryTrimmed, TrimReason
-from ..messages import BREADCRUMB, row_facts
-from ..trim import first_turn_within
-from ..turn_sizes import TurnStats
-from ..turns import TurnIndex
-from ..validation import non_negative
-from .formats import HistoryFile, breadcrumb_record
+from histtrim._checks import non_negative
+from histtrim.adapters.formats import HistoryFile, breadcrumb_record
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import BREADCRUMB, row_facts
+from histtrim.trim import first_turn_within
+from histtrim.turn_sizes import TurnStats
+from histtrim.turns import TurnIndex
 
 _BOM = b"\xef\xbb\xbf"
 _CRUMB_TOKENS = row_facts("user", BREADCRUMB).plain_tokens

@@ -13,15 +13,15 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .argtypes import count
-from .conformance import register as register_conformance
-from .errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from .estimate import cmd_estimate, format_turn_table
-from .explain import cmd_explain, explain_route, load_route
-from .review import add_review_command
-from .sessions import Format, Session, read_session
-from .tokenizer import add_tokenizer_arg
-from .trim import cmd_trim
+from histtrim.cli.argtypes import count
+from histtrim.cli.conformance import register as register_conformance
+from histtrim.cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from histtrim.cli.estimate import cmd_estimate, format_turn_table
+from histtrim.cli.explain import cmd_explain, explain_route, load_route
+from histtrim.cli.review import add_review_command
+from histtrim.cli.sessions import Format, Session, read_session
+from histtrim.cli.tokenizer import add_tokenizer_arg
+from histtrim.cli.trim import cmd_trim
 
 __all__ = [
     "EXIT_BAD_INPUT",

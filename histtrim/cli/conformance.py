@@ -1,5 +1,6 @@
-"""`histtrim conformance`: export the vectors, run another implementation against them, or
-serve histtrim itself behind the protocol."""
+"""`histtrim conformance`: run another implementation against the vectors, or serve histtrim
+itself behind the protocol. (Exporting the vectors is the living spec's job:
+`python -m livingspec.vectors export`.)"""
 
 from __future__ import annotations
 
@@ -8,36 +9,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..conformance.broken import BROKEN
-from .argtypes import timeout_seconds
-from .errors import EXIT_OK, InputError
+from histtrim.cli.argtypes import timeout_seconds
+from histtrim.cli.errors import EXIT_OK, InputError
 
 EXIT_FAILED = 1
 DEFAULT_VECTORS = Path("conformance") / "vectors"
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from ..conformance.export import MissingRules, export
-
-    root = Path(args.root)
-    for needed in (root / "notebooks" / "spec" / "RULES.md", root / "tests" / "strategies.py"):
-        if not needed.is_file():
-            raise InputError(str(needed), "not found: export runs from a histtrim checkout "
-                             "(--root)")
-    try:
-        found = export(root, Path(args.folder))
-    except MissingRules as error:
-        print(f"histtrim: error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    groups = ", ".join(f"{g} {len(v)}" for g, v in found.by_group().items())
-    print(f"{len(found.vectors)} vectors written to {args.folder} ({groups})", file=sys.stderr)
-    return EXIT_OK
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from ..conformance.report import junit, tally, text_report
-    from ..conformance.runner import run
-    from ..conformance.vectors import load, patterns, select
+    from histtrim.conformance.report import junit, tally, text_report
+    from histtrim.conformance.runner import run
+    from histtrim.conformance.vectors import load, patterns, select
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -63,24 +45,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from ..conformance.serve import serve
+    from histtrim.conformance.serve import serve
 
     sys.stdin.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
     sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
-    return serve(sys.stdin, sys.stdout, broken_name=args.broken)
+    return serve(sys.stdin, sys.stdout)
 
 
 def register(commands: argparse._SubParsersAction[Any]) -> None:
-    """Add `conformance export|run|serve` to the `histtrim` command."""
+    """Add `conformance run|serve` to the `histtrim` command."""
     parser = commands.add_parser(
-        "conformance", help="conformance vectors: export, run another implementation, serve"
+        "conformance", help="conformance vectors: run another implementation, serve histtrim"
     )
     sub = parser.add_subparsers(dest="conformance", required=True, parser_class=type(parser))
-    export = sub.add_parser("export", help="write the vectors, JSON Schema and README to FOLDER")
-    export.add_argument("folder")
-    export.add_argument("--root", default=".", help="the histtrim checkout (default: .)")
-    export.set_defaults(run=cmd_export)
-
     run = sub.add_parser(
         "run", help="run an implementation against the vectors: run [OPTIONS] -- CMD ARGS..."
     )
@@ -94,6 +71,4 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     run.set_defaults(run=cmd_run)
 
     serve = sub.add_parser("serve", help="histtrim behind the JSON Lines protocol (stdin/stdout)")
-    serve.add_argument("--broken", choices=sorted(BROKEN),
-                       help="a deliberately broken variant (one rule changed), for the chapter")
     serve.set_defaults(run=cmd_serve)

@@ -6,16 +6,17 @@ import argparse
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 
-from ..adapters.rewrite import turn_table
-from ..counting import counter_name
-from ..estimate import FRAME_TOKENS, IMAGE_TOKENS
-from ..turn_sizes import TurnStats, turn_stats
-from .errors import EXIT_OK
-from .jsontext import display_name, read_bytes
-from .output import emit
-from .rowfiles import fast_rows, file_crumb_error, row_lines
-from .sessions import crumb_error, read_session
-from .tokenizer import token_counter
+from histtrim.adapters.rewrite import turn_table
+from histtrim.cli.errors import EXIT_OK
+from histtrim.cli.jsontext import display_name, read_bytes
+from histtrim.cli.output import emit
+from histtrim.cli.rowfiles import fast_rows, file_crumb_error, row_lines
+from histtrim.cli.sessions import crumb_error, read_session
+from histtrim.cli.tokenizer import token_counter
+from histtrim.counting import counter_name
+from histtrim.estimate import IMAGE_TOKENS
+from histtrim.messages import FRAME_TOKENS
+from histtrim.turn_sizes import TurnStats, turn_stats
 
 
 def turn_table_lines(

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..config import FALLBACK_CONTEXT_TOKENS, AgentConfig, RuntimeProfile
-from ..route import ResolvedRuntime, select_route
-from .errors import EXIT_OK, InputError
-from .jsontext import CONFIG_DECODER, check_value, decode, loads, read_bytes
-from .output import emit
+from histtrim.cli.errors import EXIT_OK, InputError
+from histtrim.cli.jsontext import CONFIG_DECODER, check_value, decode, loads, read_bytes
+from histtrim.cli.output import emit
+from histtrim.config import FALLBACK_CONTEXT_TOKENS, AgentConfig, RuntimeProfile
+from histtrim.route import ResolvedRuntime, select_route
 
 
 def load_route(args: argparse.Namespace) -> ResolvedRuntime:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .errors import InputError
+from histtrim.cli.errors import InputError
 
 STDIN = "-"
 BOM = b"\xef\xbb\xbf"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..files import write_atomically
-from .errors import InputError
-from .jsontext import STDIN
+from histtrim._files import write_atomically
+from histtrim.cli.errors import InputError
+from histtrim.cli.jsontext import STDIN
 
 
 def emit(output: str | None, data: bytes) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .jsontext import DECODER
+from histtrim.cli.jsontext import DECODER
 
 
 def skip_space(text: str, pos: int) -> int:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..adapters.formats import HistoryFile, read_history, sniff_format
-from ..adapters.records import Format, FormatError
-from .errors import InputError
-from .jsontext import BOM, RawFloat, check_value, decode, loads
-from .positions import array_offsets, line_numbers, messages_offset, skip_space
+from histtrim.adapters.formats import HistoryFile, read_history, sniff_format
+from histtrim.adapters.records import Format, FormatError
+from histtrim.cli.errors import InputError
+from histtrim.cli.jsontext import BOM, RawFloat, check_value, decode, loads
+from histtrim.cli.positions import array_offsets, line_numbers, messages_offset, skip_space
 
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 """NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""

@@ -11,12 +11,13 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..adapters.openai import OpenAIFormatError, from_openai
-from ..messages import ChatMessage, ConversationMessage
-from ..turns import TurnIndex, index_turns, leading_system_count
-from .errors import InputError
-from .jsontext import BOM, check_value, decode, display_name, dumps, loads, read_bytes
-from .positions import array_offsets, line_numbers, messages_offset, skip_space
+from histtrim.adapters.openai import from_openai
+from histtrim.adapters.openai_checks import OpenAIFormatError
+from histtrim.cli.errors import InputError
+from histtrim.cli.jsontext import BOM, check_value, decode, display_name, dumps, loads, read_bytes
+from histtrim.cli.positions import array_offsets, line_numbers, messages_offset, skip_space
+from histtrim.messages import ChatMessage, ConversationMessage
+from histtrim.turns import TurnIndex, index_turns, leading_system_count
 
 Format = Literal["openai", "histtrim"]
 _ITEM: TypeAdapter[ConversationMessage] = TypeAdapter(ConversationMessage)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..counting import TokenCounter
-from ..tokenizers import ENCODINGS, exact_counter
-from .errors import InputError
+from histtrim.adapters.tokenizers import ENCODINGS, exact_counter
+from histtrim.cli.errors import InputError
+from histtrim.counting import TokenCounter
 
 
 def add_tokenizer_arg(command: argparse.ArgumentParser) -> None:

@@ -12,29 +12,29 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from ..adapters.formats import HistoryFile
-from ..adapters.openai import openai_breadcrumb
-from ..adapters.rewrite import trim_history, write_history
-from ..carriers import to_chat_messages
-from ..counting import TokenCounter, counted_costs, counted_plain_cost, counter_name
-from ..estimate import estimate_history_tokens, message_costs, plain_cost
-from ..events import HistoryTrimmed, TrimReason
-from ..messages import BREADCRUMB, ChatMessage
-from ..route import ResolvedRuntime
-from ..trim import (
+from histtrim.adapters.formats import HistoryFile
+from histtrim.adapters.openai import openai_breadcrumb
+from histtrim.adapters.rewrite import trim_history, write_history
+from histtrim.carriers import to_chat_messages
+from histtrim.cli.errors import EXIT_OK, InputError
+from histtrim.cli.explain import load_route
+from histtrim.cli.jsontext import display_name, read_bytes
+from histtrim.cli.output import emit
+from histtrim.cli.rowfiles import fast_rows, file_crumb_error
+from histtrim.cli.sessions import Session, index_session, read_session, render
+from histtrim.cli.tokenizer import token_counter
+from histtrim.counting import TokenCounter, counted_costs, counted_plain_cost, counter_name
+from histtrim.estimate import estimate_history_tokens, message_costs, plain_cost
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import BREADCRUMB, ChatMessage
+from histtrim.route import ResolvedRuntime
+from histtrim.trim import (
     breadcrumb_message,
     first_turn_within,
     insert_breadcrumb,
     trim_conversation_to_recent_turns,
 )
-from ..turns import TurnIndex
-from .errors import EXIT_OK, InputError
-from .explain import load_route
-from .jsontext import display_name, read_bytes
-from .output import emit
-from .rowfiles import fast_rows, file_crumb_error
-from .sessions import Session, index_session, read_session, render
-from .tokenizer import token_counter
+from histtrim.turns import TurnIndex
 
 
 def _tokens(rows: list[ChatMessage], counter: TokenCounter | None) -> int:

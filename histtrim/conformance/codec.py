@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ..files import write_atomically
-from ..messages import AssistantToolCalls, ChatMessage, ToolResults
+from histtrim._files import write_atomically
+from histtrim.messages import AssistantToolCalls, ChatMessage, ToolResults
 
 JsonObject = dict[str, Any]
 

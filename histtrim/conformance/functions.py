@@ -10,10 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import capacity, carriers, estimate, route, safety, trim, turns
-from ..config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
-from ..messages import chat_rows, conversation_rows
-from .codec import (
+from histtrim import capacity, carriers, estimate, route, safety, trim, turns
+from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
+from histtrim.conformance.codec import (
     INVALID_INPUT,
     JsonObject,
     ProtocolError,
@@ -23,6 +22,7 @@ from .codec import (
     require,
     rows_json,
 )
+from histtrim.messages import chat_rows, conversation_rows
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
 """(history, arguments) -> result; raises `ProtocolError` for an expected error."""

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .codec import JsonObject, ProtocolError
-from .functions import STATELESS, Function
-from .scenario import SCENARIOS
+from histtrim.conformance.codec import JsonObject, ProtocolError
+from histtrim.conformance.functions import STATELESS, Function
+from histtrim.conformance.scenario import SCENARIOS
 
 FUNCTIONS: dict[str, Function] = {**STATELESS, **SCENARIOS}
 """Protocol function name -> histtrim's answer (the order is the README's order)."""

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
-from .codec import atomic_write
-from .runner import Outcome
-from .vectors import in_scope
+from histtrim.conformance.codec import atomic_write
+from histtrim.conformance.runner import Outcome
+from histtrim.conformance.vectors import in_scope
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Literal
 
-from .codec import canonical
-from .vectors import Vector
+from histtrim.conformance.codec import canonical
+from histtrim.conformance.vectors import Vector
 
 Status = Literal["passed", "failed", "not_implemented"]
 

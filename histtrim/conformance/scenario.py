@@ -10,10 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..capacity import ContextCapacityExceeded
-from ..events import EventBus, InMemoryTransport, ObservedTrim
-from ..messages import ToolCall
-from ..providers import (
+from histtrim.agent.legacy import legacy_run
+from histtrim.agent.providers import (
     ContextOverflowError,
     Overflow,
     ProviderReply,
@@ -21,9 +19,21 @@ from ..providers import (
     ScriptExhaustedError,
     ScriptStep,
 )
-from ..runtime import Agent, Tool, UnrecoverableContextOverflow, legacy_run
-from .codec import INVALID_INPUT, JsonObject, ProtocolError, history_list, invalid, rows_json
-from .functions import runtime_of
+from histtrim.agent.runtime import Agent
+from histtrim.agent.tools import Tool
+from histtrim.agent.trims import UnrecoverableContextOverflow
+from histtrim.capacity import ContextCapacityExceeded
+from histtrim.conformance.codec import (
+    INVALID_INPUT,
+    JsonObject,
+    ProtocolError,
+    history_list,
+    invalid,
+    rows_json,
+)
+from histtrim.conformance.functions import runtime_of
+from histtrim.events import EventBus, InMemoryTransport, ObservedTrim
+from histtrim.messages import ToolCall
 
 ERROR_KINDS: dict[type[Exception], str] = {
     ContextCapacityExceeded: "capacity_exceeded",

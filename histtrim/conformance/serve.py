@@ -8,9 +8,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from .broken import broken
-from .codec import JsonObject, ProtocolError, canonical
-from .reference import FUNCTIONS
+from histtrim.conformance.codec import JsonObject, ProtocolError, canonical
+from histtrim.conformance.reference import FUNCTIONS
 
 
 def answer(request: Any) -> JsonObject:
@@ -35,21 +34,20 @@ def answer(request: Any) -> JsonObject:
                                        "message": f"{type(error).__name__}: {error}"}}
 
 
-def serve(stdin: TextIO, stdout: TextIO, *, broken_name: str | None = None) -> int:
-    """Answer requests until stdin closes; with `broken_name`, one rule is deliberately wrong."""
-    with broken(broken_name):
-        for line in stdin:
-            if not line.strip():
-                continue
-            try:
-                request = json.loads(line)
-            except ValueError as error:
-                response: JsonObject = {"id": None, "error": {"kind": "invalid_request",
-                                                              "message": str(error)}}
-            else:
-                response = answer(request)
-            stdout.write(canonical(response) + "\n")
-            stdout.flush()
+def serve(stdin: TextIO, stdout: TextIO) -> int:
+    """Answer requests until stdin closes."""
+    for line in stdin:
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+        except ValueError as error:
+            response: JsonObject = {"id": None, "error": {"kind": "invalid_request",
+                                                          "message": str(error)}}
+        else:
+            response = answer(request)
+        stdout.write(canonical(response) + "\n")
+        stdout.flush()
     return 0
 
 

@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from .schema import FORMAT
+from histtrim.conformance.schema import FORMAT
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
-from ..policy import Policy
-from .replay import ReplaySettings, ReviewSession, SessionReplay, median_max, replay_session
+from histtrim.policy import Policy
+from histtrim.review.replay import ReplaySettings, SessionReplay, median_max, replay_session
+from histtrim.review.sessions import ReviewSession
 
 Loader = Callable[[str], ReviewSession]
 """Reads a session file (a module-level function, so it pickles by name)."""

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..config import ProviderProfile, RuntimeProfile
-from ..policy import SPEC, Policy
-from ..turn_sizes import turn_stats
-from .replay import ReplaySettings, ReviewSession, SessionReplay, Trim, replay
+from histtrim.config import ProviderProfile, RuntimeProfile
+from histtrim.policy import SPEC, Policy
+from histtrim.review.replay import ReplaySettings, SessionReplay, Trim, replay
+from histtrim.review.sessions import ReviewSession
+from histtrim.turn_sizes import turn_stats
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Replay one recorded session through the agent loop (`histtrim.runtime.Agent`) under one
+"""Replay one recorded session through the agent loop (`histtrim.agent.runtime.Agent`) under one
 `Policy`: the recorded assistant steps become a scripted provider whose hidden true window
 (and true prices) decide which requests overflow. `replay_session` is a pure function of
 its arguments, so a process pool or a Dask cluster can run it anywhere."""
@@ -13,17 +13,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..capacity import ContextCapacityExceeded
-from ..config import ProviderProfile, RuntimeProfile
-from ..events import EventBus, ObservedTrim
-from ..policy import SPEC, Policy
-from ..providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
-from ..route import ResolvedRuntime, resolve_runtime
-from ..runtime import Agent, Tool, UnrecoverableContextOverflow
-from ..tokenizers import exact_counter
-from ..tools import ToolOutput
-from ..turns import index_turns
-from .sessions import NO_OUTPUT, ReplayTurn, ReviewSession, session_from_items
+from histtrim.adapters.tokenizers import exact_counter
+from histtrim.agent.providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
+from histtrim.agent.runtime import Agent
+from histtrim.agent.tools import Tool, ToolOutput
+from histtrim.agent.trims import UnrecoverableContextOverflow
+from histtrim.capacity import ContextCapacityExceeded
+from histtrim.config import ProviderProfile, RuntimeProfile
+from histtrim.events import EventBus, ObservedTrim
+from histtrim.policy import SPEC, Policy
+from histtrim.review.sessions import NO_OUTPUT, ReplayTurn, ReviewSession, session_from_items
+from histtrim.route import ResolvedRuntime, resolve_runtime
+from histtrim.turns import index_turns
 
 __all__ = [
     "ReplaySettings",

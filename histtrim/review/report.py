@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..files import write_atomically
-from ..plotting.tables import Table, text_table
-from .compare import Review, format_review
-from .replay import ReplaySettings
+from histtrim._files import write_atomically
+from histtrim.display.tables import Table, text_table
+from histtrim.review.compare import Review, format_review
+from histtrim.review.replay import ReplaySettings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -9,8 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..carriers import parse_tool_calls, parse_tool_result
-from ..messages import (
+from histtrim.agent.providers import ProviderReply
+from histtrim.agent.tools import ToolOutput
+from histtrim.carriers import parse_tool_calls, parse_tool_result
+from histtrim.messages import (
     AssistantToolCalls,
     Attachment,
     ChatMessage,
@@ -19,9 +21,7 @@ from ..messages import (
     ToolResultMessage,
     ToolResults,
 )
-from ..providers import ProviderReply
-from ..tools import ToolOutput
-from ..turns import index_turns, leading_system_count
+from histtrim.turns import index_turns, leading_system_count
 
 
 class _Frozen(BaseModel):

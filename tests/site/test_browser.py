@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from histtrim.specindex import markdown_headings
+from livingspec.specindex import markdown_headings
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "build" / "screenshots"

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import histtrim
-from histtrim.specindex import RULE_ID, markdown_headings, rule_coverage, rules
+from livingspec.specindex import RULE_ID, markdown_headings, rule_coverage, rules
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
@@ -130,8 +130,8 @@ def test_api_reference_documents_the_whole_public_api(site: Path) -> None:
     ids = _page(site / "api.html").ids
     missing = [name for name in histtrim.__all__ if f"histtrim.{name}" not in ids]
     assert not missing
-    for submodule in ("histtrim.examples.agent_session", "histtrim.plotting.turn_map",
-                      "histtrim.specindex.rule_coverage"):
+    for submodule in ("livingspec.examples.agent_session", "livingspec.plotting.turns.turn_map",
+                      "livingspec.specindex.rule_coverage"):
         assert submodule in ids
 
 

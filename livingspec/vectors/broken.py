@@ -1,0 +1,157 @@
+"""Deliberately broken implementations: `serve --broken NAME` is histtrim with one rule
+changed, to show the kit catches real mistakes. Each names the rules it breaks; a test
+checks that the runner fails exactly those."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from histtrim import trim
+from histtrim.agent import legacy
+from histtrim.agent import trims as agent_trims
+from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
+from histtrim.estimate import message_costs
+from histtrim.messages import ChatMessage, chat_rows, conversation_rows
+from histtrim.policy import SPEC
+from histtrim.trim import TrimResult, TurnCountTrimResult
+from histtrim.turns import index_turns
+
+
+def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool = False) -> Any:
+    """Keeps the newest `max_turns` *messages* (rows), not turns."""
+    rows = conversation_rows(history)
+    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    limit, body = max(max_turns, 1), index.body_start
+    if len(rows) - body <= limit:
+        return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, max_turns)
+    cut = len(rows) - limit
+    kept_turns = sum(1 for start in index.starts if start >= cut)
+    dropped = list(rows[body:cut])
+    return TurnCountTrimResult(
+        [*rows[:body], *rows[cut:]], dropped, len(dropped), index.turn_count - kept_turns,
+        kept_turns, max_turns,
+    )
+
+
+def _message_limit(self: AgentTrims) -> None:
+    """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
+    name = "trim_conversation_to_recent_turns"
+    saved = getattr(agent_trims, name)
+    setattr(agent_trims, name, _message_count)
+    try:
+        _APPLY_TURN_LIMIT(self)
+    finally:
+        setattr(agent_trims, name, saved)
+
+
+_APPLY_TURN_LIMIT = AgentTrims._apply_turn_limit
+
+
+def _strict_trim(
+    history: Any, budget_tokens: int, *, crumb_present: bool = False, **options: Any
+) -> TrimResult:
+    """The token trim, written from the public pieces, with `<` where the rule says `<=`
+    when it looks for the oldest turn to keep."""
+    rows = chat_rows(history)
+    index = index_turns(rows, crumb_present=crumb_present)
+    costs = message_costs(rows, index, policy=options.get("policy", SPEC))
+    total = sum(costs)
+    if budget_tokens == 0 or total <= budget_tokens or index.turn_count <= 1:
+        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget_tokens)
+    sums = list(accumulate(costs, initial=0))
+    fixed = sums[index.body_start]
+    first = 0
+    while first < index.turn_count - 1 and not (
+        fixed + total - sums[index.turn_start(first)] < budget_tokens
+    ):
+        first += 1
+    body, cut = index.body_start, index.turn_start(first)
+    kept, dropped = [*rows[:body], *rows[cut:]], list(rows[body:cut])
+    return TrimResult(kept, dropped, len(dropped), first, index.turn_count - first, total,
+                      fixed + total - sums[cut], budget_tokens)
+
+
+def _half_reactive(self: AgentTrims, overflow: Exception) -> None:
+    """The reactive retry trims to half of the estimate instead of two thirds."""
+    if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
+        raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
+    self._token_trim(self._ledger.total // 2)
+
+
+@dataclass(frozen=True)
+class Broken:
+    description: str
+    breaks: dict[str, str]
+    """Rule ID -> why this change breaks it."""
+    patches: Callable[[], list[tuple[Any, str, Any]]]
+
+
+def _carrier_opens_turn() -> list[tuple[Any, str, Any]]:
+    original = ChatMessage.model_post_init
+
+    def post_init(self: ChatMessage, context: Any, /) -> None:
+        original(self, context)
+        facts = self.__dict__["facts"]
+        self.__dict__["facts"] = facts._replace(opens_turn=self.role == "user")
+
+    return [(ChatMessage, "model_post_init", post_init)]
+
+
+BROKEN: dict[str, Broken] = {
+    "message-count-limit": Broken(
+        "the turn limit counts messages, not whole turns",
+        {
+            "KEEP-2": "the turn-count trims keep the wrong rows",
+            "KEEP-3": "a limit of 0 keeps one message, not the newest complete turn",
+            "LIMIT-1": "the unit is a message, and tool rows use slots",
+            "LIMIT-2": "an explicit limit keeps part of a turn",
+            "SEEN-4": "the legacy path's count-based trim keeps the wrong rows",
+        },
+        lambda: [
+            (trim, "trim_to_recent_turn_count", _message_count),
+            (trim, "trim_conversation_to_recent_turns", _message_count),
+            (legacy, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
+            (AgentTrims, "_apply_turn_limit", _message_limit),
+        ],
+    ),
+    "lt-budget-fit": Broken(
+        "the token trim keeps turns while the kept size is < the budget, not <=",
+        {"KEEP-1": "a history that fits the budget exactly loses a turn"},
+        lambda: [(trim, "trim_to_recent_turns", _strict_trim),
+                 (agent_trims, "trim_to_recent_turns", _strict_trim)],
+    ),
+    "carrier-opens-turn": Broken(
+        "a `[Tool results]` user row opens a new turn",
+        {"TURN-3": "the carrier opens a turn"},
+        _carrier_opens_turn,
+    ),
+    "half-reactive-target": Broken(
+        "the reactive retry trims to 1/2 of the estimate, not 2/3",
+        {
+            "RUN-2": "the retry drops more turns than two thirds needs",
+            "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
+        },
+        lambda: [(AgentTrims, "_reactive_trim", _half_reactive)],
+    ),
+}
+
+
+@contextlib.contextmanager
+def broken(name: str | None) -> Iterator[None]:
+    """Apply one broken variant for the duration (None: histtrim as it is)."""
+    if name is None:
+        yield
+        return
+    saved = []
+    for owner, attribute, value in BROKEN[name].patches():
+        saved.append((owner, attribute, getattr(owner, attribute)))
+        setattr(owner, attribute, value)
+    try:
+        yield
+    finally:
+        for owner, attribute, value in reversed(saved):
+            setattr(owner, attribute, value)

@@ -1,0 +1,235 @@
+"""Generated edge cases per rule: the test suite's hypothesis strategies, drawn with a fixed
+seed and small sizes (and a few shrunk to the smallest history with a property), plus small
+enumerations for the configuration rules. Needs hypothesis (the `dev` extra)."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+from histtrim.conformance.codec import rows_json
+from histtrim.estimate import estimate_history_tokens, message_costs
+from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage
+from histtrim.turns import index_turns
+from livingspec.vectors.cases import Case
+
+EXAMPLES = 24
+"""Hypothesis examples drawn per family (each family is a few rules)."""
+
+
+def _without_local_constants() -> None:
+    """Hypothesis mixes in constants found in the local modules loaded so far, so the same
+    seed draws other examples in another process; vectors must not depend on that."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # pragma: no cover - another hypothesis layout: nothing to pin
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = getattr(providers, "Constants")()  # noqa: B009 - not in its __all__
+        setattr(providers, "_get_local_constants", lambda: empty)  # noqa: B010
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
+def draw(strategy: Any, count: int) -> list[Any]:
+    """`count` examples of a strategy, the same ones on every run (derandomized, no database)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    found: list[Any] = []
+
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
+    @given(strategy)
+    def collect(value: Any) -> None:
+        found.append(value)
+
+    collect()
+    return found
+
+
+def shrunk(strategy: Any, condition: Callable[[Any], bool]) -> Any:
+    """The smallest example with `condition` that hypothesis finds (seeded)."""
+    from hypothesis import HealthCheck, find, settings
+
+    return find(
+        strategy,
+        condition,
+        settings=settings(
+            max_examples=2000, derandomize=True, database=None,
+            suppress_health_check=list(HealthCheck), deadline=None,
+        ),
+    )
+
+
+def _has_carrier(rows: list[Any]) -> bool:
+    return any(
+        isinstance(r, ChatMessage) and r.role == "user"
+        and r.content.startswith(TOOL_RESULTS_PREFIX)
+        for r in rows
+    )
+
+
+def _has_tools(rows: list[Any]) -> bool:
+    return any(
+        getattr(r, "role", "tool") == "tool" or getattr(r, "kind", "") != "chat" for r in rows
+    )
+
+
+def _turn_rules(g: Any) -> tuple[str, ...]:
+    rules = ["TURN-2"]
+    if _has_carrier(g.history):
+        rules.append("TURN-3")
+    if g.prefix_len:
+        rules.append("TURN-5")
+    return tuple(rules)
+
+
+def _suffix_sizes(rows: list[ChatMessage], crumb: bool) -> list[int]:
+    """The size of every whole-turn suffix (prefix and crumb included): the budget edges."""
+    index = index_turns(rows, crumb_present=crumb)
+    costs = message_costs(rows, index)
+    fixed = sum(costs[: index.body_start])
+    return [fixed + sum(costs[index.turn_start(t) :]) for t in range(index.turn_count)]
+
+
+def token_trim_cases(s: ModuleType) -> Iterator[Case]:
+    histories = draw(s.chat_histories(max_turns=4, max_steps=3, carriers=False), EXAMPLES * 2)
+    for n, g in enumerate(histories):
+        rows, crumb = g.history, g.crumb
+        total = estimate_history_tokens(rows)
+        edges = sorted({max(e + d, 0) for e in _suffix_sizes(rows, crumb) for d in (-1, 0, 1)})
+        budgets = [*edges[:6], total, total + 1, 1] if g.turn_count > 1 else [total, 1]
+        for budget in dict.fromkeys(budgets):
+            rules = ["KEEP-1"]
+            if budget >= total:
+                rules = ["TURN-6"]
+            elif budget < min(_suffix_sizes(rows, crumb) or [0]):
+                rules = ["KEEP-3", "CAP-1"]
+            yield Case(
+                f"generated:token-trim#{n}", tuple(rules), "trim_to_recent_turns",
+                rows_json(rows), {"budget_tokens": budget, "crumb_present": crumb},
+            )
+
+
+def turn_count_cases(s: ModuleType) -> Iterator[Case]:
+    for n, g in enumerate(draw(s.chat_histories(max_turns=4, max_steps=3, carriers=False),
+                               EXAMPLES)):
+        for limit in (0, 1, 2, 3):
+            rules = ["KEEP-3", "LIMIT-2"] if limit == 0 else ["KEEP-2"]
+            if _has_tools(g.history) and limit:
+                rules.append("LIMIT-1")
+            if limit >= g.turn_count:
+                rules = ["TURN-6"]
+            yield Case(
+                f"generated:turn-count#{n}", tuple(rules), "trim_to_recent_turn_count",
+                rows_json(g.history), {"max_turns": limit, "has_leading_breadcrumb": g.crumb},
+            )
+    for n, g in enumerate(draw(s.conversation_histories(max_turns=4, max_steps=3,
+                                                        carriers=False), EXAMPLES)):
+        for limit in (0, 1, 2):
+            rules = ["KEEP-3", "LIMIT-2"] if limit == 0 else ["KEEP-2", "TURN-1"]
+            if limit >= g.turn_count:
+                rules = ["TURN-6", "TURN-1"]
+            yield Case(
+                f"generated:conversation-turn-count#{n}", tuple(rules),
+                "trim_conversation_to_recent_turns",
+                rows_json(g.history), {"max_turns": limit, "has_leading_breadcrumb": g.crumb},
+            )
+
+
+def turn_cases(s: ModuleType) -> Iterator[Case]:
+    for n, g in enumerate(draw(s.chat_histories(max_turns=4, max_steps=3), EXAMPLES)):
+        yield Case(f"generated:turns#{n}", _turn_rules(g), "index_turns",
+                   rows_json(g.history), {"crumb_present": g.crumb})
+        rules = ("TURN-4", "PAIR-1") if _has_tools(g.history) else ("TURN-4",)
+        yield Case(f"generated:drop-oldest#{n}", rules, "drop_oldest_whole_turn",
+                   rows_json(g.history), {"crumb_present": g.crumb})
+        yield Case(f"generated:breadcrumb#{n}", ("SEEN-1",), "insert_breadcrumb",
+                   rows_json(g.history), {"crumb_present": g.crumb})
+    for n, g in enumerate(draw(s.conversation_histories(max_turns=3, max_steps=3), EXAMPLES)):
+        yield Case(f"generated:two-representations#{n}", ("TURN-1",), "to_chat_messages",
+                   rows_json(g.history), {})
+    carrier = shrunk(s.chat_histories(min_turns=2), lambda g: _has_carrier(g.history))
+    yield Case("shrunk:carrier-continues-turn", ("TURN-3",), "index_turns",
+               rows_json(carrier.history), {"crumb_present": carrier.crumb})
+    system = shrunk(s.chat_histories(min_turns=2), lambda g: g.prefix_len > 0)
+    yield Case("shrunk:system-prefix-kept", ("TURN-5",), "trim_to_recent_turn_count",
+               rows_json(system.history), {"max_turns": 1, "has_leading_breadcrumb": system.crumb})
+
+
+def _estimate_rules(g: Any) -> tuple[str, ...]:
+    rules = ["EST-1"]
+    if any(p is not None for p in g.pricing):
+        rules.append("EST-2")
+    if any(p is not None and p.scope == "current" for p in g.pricing):
+        rules.append("EST-3")
+    last_user = max((i for i, r in enumerate(g.history) if r.facts.opens_turn), default=-1)
+    if any(r.role == "tool" for r in g.history[:last_user]):
+        rules.append("EST-4")
+    return tuple(rules)
+
+
+def estimate_cases(s: ModuleType) -> Iterator[Case]:
+    for n, g in enumerate(draw(s.chat_histories(max_turns=3, max_steps=3, free_text=True),
+                               EXAMPLES * 2)):
+        yield Case(f"generated:estimate#{n}", _estimate_rules(g), "message_costs",
+                   rows_json(g.history), {})
+        yield Case(f"generated:estimate#{n}", _estimate_rules(g), "estimate_history_tokens",
+                   rows_json(g.history), {})
+
+
+def sweep_cases(s: ModuleType) -> Iterator[Case]:
+    """Consistent histories with rows removed: what a restored, edited session looks like."""
+    rng = random.Random(14)
+    for n, g in enumerate(draw(s.chat_histories(max_turns=3, max_steps=3), EXAMPLES * 2)):
+        rows = g.history
+        body = range(g.prefix_len + g.crumb, len(rows))
+        if len(body) > 1:
+            for gone in sorted(rng.sample(list(body), k=min(2, len(body) - 1)), reverse=True):
+                del rows[gone]
+        yield Case(f"generated:sweep#{n}", ("PAIR-2",), "sweep_orphans",
+                   rows_json(rows), {"crumb_present": g.crumb})
+
+
+ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases)
+
+
+def generated_cases() -> list[Case]:
+    from livingspec import strategies
+
+    return [case for family in ALL for case in family(strategies)]
+
+
+def generated_cases_isolated() -> list[Case]:
+    """`generated_cases` in a fresh interpreter: hypothesis draws are reproducible run to run,
+    but not after arbitrary code (a pytest session, the notebooks) has run in the process."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "livingspec.vectors.generate"],
+        capture_output=True, text=True, encoding="utf-8", check=False,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"generating the hypothesis cases failed:\n{done.stderr}")
+    return [Case(c["source"], tuple(c["rules"]), c["function"], c["history"], c["arguments"])
+            for c in json.loads(done.stdout)]
+
+
+if __name__ == "__main__":
+    import json
+
+    _without_local_constants()
+    cases = generated_cases()
+    json.dump([{"source": c.source, "rules": c.rules, "function": c.function,
+                "history": c.history, "arguments": c.arguments} for c in cases], sys.stdout)
