@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,19 +13,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..adapters.anthropic_items import anthropic_items
-from ..config import AgentConfig, ProviderProfile, RuntimeProfile
-from ..messages import ConversationMessage
-from ..policy import SPEC, Policy
-from ..review.compare import SessionLoadError, format_review, run_review
-from ..review.replay import ReplaySettings, ReviewSession, session_from_items
-from ..route import select_route
-from .argtypes import count, positive
-from .errors import EXIT_OK, InputError
-from .jsontext import display_name, read_bytes
-from .rowfiles import read_rows, sniff
-from .sessions import read_session
-from .tokenizer import add_tokenizer_arg, token_counter
+from histtrim.adapters.anthropic_items import anthropic_items
+from histtrim.cli.argtypes import count, positive
+from histtrim.cli.errors import EXIT_OK, InputError
+from histtrim.cli.jsontext import display_name, read_bytes
+from histtrim.cli.rowfiles import read_rows, sniff
+from histtrim.cli.sessions import read_session
+from histtrim.cli.tokenizer import add_tokenizer_arg, token_counter
+from histtrim.config import AgentConfig, ProviderProfile, RuntimeProfile
+from histtrim.messages import ConversationMessage
+from histtrim.policy import SPEC, Policy
+from histtrim.review.compare import SessionLoadError, format_review, run_review
+from histtrim.review.replay import ReplaySettings
+from histtrim.review.sessions import ReviewSession, session_from_items
+from histtrim.route import select_route
 
 SESSION_SUFFIXES = (".json", ".jsonl")
 DEFAULT_WINDOW = 16_000
@@ -126,10 +128,23 @@ def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
     return pairs
 
 
+def _needs_extra(args: argparse.Namespace, option: str, module: str, what: str) -> None:
+    """A one-line error before any replay when `--option` needs a package of the `review`
+    extra that is not installed."""
+    if getattr(args, option, None) is None:
+        return
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise InputError(f"--{option}", f"{what} (pip install 'histtrim[review]')") from None
+
+
 def settings_from(args: argparse.Namespace) -> ReplaySettings:
     """The route to replay on: `--budget` on a declared `--window`, or a configured agent."""
     true_policy = load_policy(args.true_policy) if args.true_policy else SPEC
     token_counter(args)  # a missing extra is a one-line error before any replay
+    _needs_extra(args, "html", "matplotlib", "the report's figures need matplotlib")
+    _needs_extra(args, "dask", "distributed", "a Dask cluster needs the 'distributed' package")
     tokenizer = getattr(args, "tokenizer", None)
     if args.config is not None:
         try:
@@ -177,7 +192,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise InputError(error.path, error.problem.removeprefix(f"{error.path}: ")) from None
     print(format_review(review))
     if args.html:
-        from ..review.report import write_report
+        from histtrim.review.report import write_report
 
         write_report(args.html, review, settings)
         print(f"report: {args.html}")
