@@ -5,6 +5,7 @@ run executes the real code paths."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -21,21 +22,54 @@ from pydantic import (
 from histtrim._files import parse_document, read_document
 
 
+_RATIO_TEXT = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?(?:/[0-9]+)?"
+)
+_RATIO_CHARS = 64
+_RATIO_EXPONENT = 40
+_RATIO_TERM = 2**64 - 1
+"""A ratio's numerator and denominator each fit in 64 bits (so every tool, and the reference's
+integer arithmetic, can carry it exactly)."""
+
+
 def _fraction(value: Any) -> Fraction:
     """A fraction from text ("2/3", "1/2") or a Fraction; floats are rejected because
-    0.6667 is not 2/3 and the runtime's arithmetic is exact (`estimate * 2 // 3`)."""
-    if isinstance(value, Fraction):
-        return value
+    0.6667 is not 2/3 and the runtime's arithmetic is exact (`estimate * 2 // 3`).
+
+    Text is checked before `Fraction` reads it (a huge exponent, as in "1e-999999999", would
+    make it build a power of ten of that many digits), and a value whose numerator or
+    denominator does not fit in 64 bits is refused."""
     if isinstance(value, str):
+        text = value.strip()
+        found = _RATIO_TEXT.fullmatch(text) if len(text) <= _RATIO_CHARS else None
+        exponent = found.group(1) if found is not None else None
+        if found is None:
+            raise ValueError(f"expected a fraction like '2/3', got {_shown(value)}")
+        if exponent is not None and abs(int(exponent)) > _RATIO_EXPONENT:
+            raise ValueError(f"{_shown(value)} cannot be represented: its exponent is too large")
         try:
-            return Fraction(value.strip())
+            value = Fraction(text)
         except (ValueError, ZeroDivisionError):
-            raise ValueError(f"expected a fraction like '2/3', got {value!r}") from None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return Fraction(value)
-    raise ValueError(
-        f"expected a fraction written as text, like '2/3' (a float is inexact), got {value!r}"
-    )
+            raise ValueError(f"expected a fraction like '2/3', got {_shown(value)}") from None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = Fraction(value)
+    elif not isinstance(value, Fraction):
+        raise ValueError(
+            f"expected a fraction written as text, like '2/3' (a float is inexact), "
+            f"got {_shown(value)}"
+        )
+    if abs(value.numerator) > _RATIO_TERM or value.denominator > _RATIO_TERM:
+        raise ValueError(
+            f"{_shown(str(value))} cannot be represented: numerator and denominator must each "
+            "fit in 64 bits"
+        )
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A value in an error message, cut to a readable length."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 Ratio = Annotated[Fraction, BeforeValidator(_fraction), PlainSerializer(str, return_type=str)]
@@ -101,9 +135,11 @@ class Policy(BaseModel):
         return value
 
     def reactive_tokens(self, estimate: int) -> int:
-        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic."""
+        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic, never
+        below 1 token (a budget of 0 means "no trim", so a small ratio on a small estimate
+        would otherwise turn the trim off and every retry would overflow again)."""
         ratio = self.reactive_target
-        return estimate * ratio.numerator // ratio.denominator
+        return max(1, estimate * ratio.numerator // ratio.denominator)
 
     def tool_result_split(self, max_chars: int) -> tuple[int, int]:
         """The (head, tail) characters kept of an over-long tool result (PAIR-3)."""

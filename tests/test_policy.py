@@ -203,6 +203,37 @@ def test_reactive_target_run_2() -> None:
     assert budget == before // 2
 
 
+def test_reactive_target_always_drops_a_turn_run_2() -> None:
+    """RUN-2 (issue 20 item 8): a tiny ratio makes a target of at least 1 token, never 0
+    (which means "no trim": nothing was dropped and every retry overflowed again)."""
+    before, budget = _reactive_budget(Policy(reactive_target="1/1000000"))
+    assert before < 1_000_000 and budget == 1
+    assert Policy(reactive_target="1/1000000").reactive_tokens(10) == 1
+    assert SPEC.reactive_tokens(300) == 200
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1e-5000", "exponent is too large"),
+        ("1e-30000000", "exponent is too large"),
+        ("1e-999999999", "exponent is too large"),
+        ("1e-20", "fit in 64 bits"),
+        ("1/18446744073709551616", "fit in 64 bits"),
+        ("1" * 65, "like '2/3'"),
+        ("\u0661/\u0662", "like '2/3'"),
+    ],
+)
+def test_ratio_text_is_read_with_bounded_work(text: str, message: str) -> None:
+    """Issue 20 item 3: a ratio's text is checked before it is turned into a fraction (a huge
+    exponent made `Fraction` build a power of ten of that many digits: 43 s for 1e-30000000,
+    no end for 1e-999999999), and a ratio whose terms do not fit in 64 bits is refused."""
+    with pytest.raises(ValidationError, match=message) as error:
+        Policy.loads(f'reactive_target = "{text}"', format="toml")
+    assert error.value.errors()[0]["loc"] == ("reactive_target",)
+    assert Policy(reactive_target="1e-19").reactive_target == Fraction(1, 10**19)
+
+
 def test_default_turn_limit_limit_2() -> None:
     agent = _agent(Policy(default_max_history_turns=2))
     for n in range(3):
