@@ -21,7 +21,6 @@ from pydantic import (
 
 from histtrim._files import parse_document, read_document
 
-
 _RATIO_TEXT = re.compile(
     r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?(?:/[0-9]+)?"
 )
