@@ -38,6 +38,7 @@ def _fraction(value: Any) -> Fraction:
     Text is checked before `Fraction` reads it (a huge exponent, as in "1e-999999999", would
     make it build a power of ten of that many digits), and a value whose numerator or
     denominator does not fit in 64 bits is refused."""
+    fraction: Fraction
     if isinstance(value, str):
         text = value.strip()
         found = _RATIO_TEXT.fullmatch(text) if len(text) <= _RATIO_CHARS else None
@@ -47,22 +48,24 @@ def _fraction(value: Any) -> Fraction:
         if exponent is not None and abs(int(exponent)) > _RATIO_EXPONENT:
             raise ValueError(f"{_shown(value)} cannot be represented: its exponent is too large")
         try:
-            value = Fraction(text)
+            fraction = Fraction(text)
         except (ValueError, ZeroDivisionError):
             raise ValueError(f"expected a fraction like '2/3', got {_shown(value)}") from None
     elif isinstance(value, int) and not isinstance(value, bool):
-        value = Fraction(value)
-    elif not isinstance(value, Fraction):
+        fraction = Fraction(value)
+    elif isinstance(value, Fraction):
+        fraction = value
+    else:
         raise ValueError(
             f"expected a fraction written as text, like '2/3' (a float is inexact), "
             f"got {_shown(value)}"
         )
-    if abs(value.numerator) > _RATIO_TERM or value.denominator > _RATIO_TERM:
+    if abs(fraction.numerator) > _RATIO_TERM or fraction.denominator > _RATIO_TERM:
         raise ValueError(
-            f"{_shown(str(value))} cannot be represented: numerator and denominator must each "
+            f"{_shown(str(fraction))} cannot be represented: numerator and denominator must each "
             "fit in 64 bits"
         )
-    return value
+    return fraction
 
 
 def _shown(value: Any) -> str:
