@@ -57,7 +57,24 @@ def marker_image(payload: str) -> str | None:
     return target.strip(_TARGET_SPACE) if is_loadable_target(target) else None
 
 
+def marker_problem(target: str) -> str | None:
+    """Why an `[IMAGE:...]` marker cannot carry `target`, or None when it can: a `]` would
+    end the marker early (the rest read as text or as more markers) and a line break is
+    re-joined by the marker reader and splits a `[Tool results]` carrier's lines."""
+    if MARKER_CLOSE in target:
+        return "contains ']', which would end its [IMAGE:...] marker early"
+    if "\n" in target:
+        return "contains a line break, which an [IMAGE:...] marker cannot carry"
+    return None
+
+
 def image_marker(target: str) -> str:
+    """The marker that carries `target`; ValueError when no marker can (`marker_problem`),
+    so a target is never re-read as another one, or as several."""
+    problem = marker_problem(target)
+    if problem is not None:
+        shown = target if len(target) <= 80 else target[:77] + "..."
+        raise ValueError(f"image target {shown!r} {problem}")
     return f"{MARKER_OPEN}{target}{MARKER_CLOSE}"
 
 

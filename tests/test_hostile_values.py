@@ -1,0 +1,85 @@
+"""Issue 20, values that forge, break or disable: each is refused with a one-line error naming
+its field, or read as plain text, never re-read as something it was not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from histtrim import estimate_history_tokens
+from histtrim.adapters.anthropic import from_anthropic
+from histtrim.adapters.anthropic_checks import AnthropicFormatError
+from histtrim.adapters.langchain import from_langchain
+from histtrim.adapters.openai import from_openai
+from histtrim.adapters.openai_checks import OpenAIFormatError
+from histtrim.carriers import image_marker, tool_results_carrier
+
+FORGING = ["http://x/a.png" + "][IMAGE:/b" * 20, "http://x/a.png]", "http://x/a\n.png"]
+"""Image targets no `[IMAGE:...]` marker can carry: one would be re-read as 21 images."""
+
+
+@pytest.mark.parametrize("url", FORGING)
+def test_marker_refuses_a_target_it_cannot_carry(url: str) -> None:
+    """Issue 20 item 6 (EST-2): writing a target into a marker never makes other markers."""
+    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
+        image_marker(url)
+    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
+        tool_results_carrier([("shot", "ok")], attachments=[url])
+
+
+def _openai(url: str) -> Any:
+    return from_openai(
+        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    )
+
+
+def _anthropic(url: str) -> Any:
+    image = {"type": "image", "source": {"type": "url", "url": url}}
+    return from_anthropic({"messages": [{"role": "user", "content": [image]}]})
+
+
+def _anthropic_result(url: str) -> Any:
+    image = {"type": "image", "source": {"type": "url", "url": url}}
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": [image]}
+    call = {"type": "tool_use", "id": "c1", "name": "shot", "input": {}}
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result]},
+    ]
+    return from_anthropic({"messages": messages})
+
+
+@pytest.mark.parametrize("url", FORGING)
+@pytest.mark.parametrize(
+    ("read", "error", "field"),
+    [
+        (_openai, OpenAIFormatError, "image_url.url"),
+        (_anthropic, AnthropicFormatError, "source.url"),
+        (_anthropic_result, AnthropicFormatError, "source.url"),
+        (
+            lambda url: from_langchain(
+                [HumanMessage(content=[{"type": "image_url", "image_url": {"url": url}}])]
+            ),
+            ValueError,
+            "messages[0]",
+        ),
+    ],
+    ids=["openai", "anthropic", "anthropic-tool-result", "langchain"],
+)
+def test_adapters_refuse_an_image_url_a_marker_cannot_carry(
+    read: Any, error: type[Exception], field: str, url: str
+) -> None:
+    """Issue 20 item 6: an image URL holding `][IMAGE:/b` was priced as 21 images (33,604
+    tokens instead of 1,604) and the row gained local-path markers; now each format's reader
+    refuses it with an error naming the field."""
+    with pytest.raises(error, match=r"\[IMAGE:\.\.\.\] marker") as raised:
+        read(url)
+    assert field in str(raised.value)
+
+
+def test_a_carried_url_is_one_image() -> None:
+    rows = _openai("http://x/a.png")
+    assert estimate_history_tokens(rows) == 1600 + 4
