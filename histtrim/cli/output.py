@@ -1,7 +1,8 @@
 """The one output path of every `histtrim` command: the bytes are complete before anything
 is written, and a file is replaced atomically (a temporary file in the same folder, flushed
 and fsynced, then `os.replace`); on any failure the original is untouched and the temporary
-removed. None or `-` is stdout."""
+removed. None or `-` is stdout; a target that is not a regular file (`/dev/null`, a FIFO,
+`/dev/stdout` into a pipe) is written to, never replaced."""
 
 from __future__ import annotations
 
