@@ -127,7 +127,8 @@ def test_output_to_dev_stdout_into_a_pipe(tmp_path: Path) -> None:
     session.write_text('[{"role": "user", "content": "hi"}]')
     for output in ("/dev/stdout", "-"):
         done = subprocess.run(
-            [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5", "-o", output],
+            [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5"]
+            + ["-o", output],
             capture_output=True,
             timeout=60,
             check=False,
