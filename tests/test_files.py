@@ -125,10 +125,10 @@ def test_output_to_dev_stdout_into_a_pipe(tmp_path: Path) -> None:
     """Issue 20 item 4: `-o /dev/stdout` (and `-o -`) into a pipe write the output there."""
     session = tmp_path / "s.json"
     session.write_text('[{"role": "user", "content": "hi"}]')
+    command = [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5"]
     for output in ("/dev/stdout", "-"):
         done = subprocess.run(
-            [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5"]
-            + ["-o", output],
+            [*command, "-o", output],
             capture_output=True,
             timeout=60,
             check=False,
