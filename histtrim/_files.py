@@ -82,5 +82,9 @@ def read_document(path: str | Path) -> tuple[str, DocumentFormat]:
 
 
 def parse_document(text: str, format: DocumentFormat) -> Any:
-    """A TOML or JSON config document as plain data (JSON may carry NaN/Infinity ratios)."""
-    return tomllib.loads(text) if format == "toml" else json.loads(text)
+    """A TOML or JSON config document as plain data (JSON may carry NaN/Infinity ratios);
+    a document nested past the parser's recursion limit is a ValueError."""
+    try:
+        return tomllib.loads(text) if format == "toml" else json.loads(text)
+    except RecursionError:
+        raise ValueError("the document is nested too deeply") from None

@@ -56,6 +56,12 @@ def per_session_table(review: Review, metrics: Sequence[str]) -> Table:
     return text_table(headers, rows)
 
 
+def plain_label(text: str) -> str:
+    """Text from sessions or policy files as matplotlib shows it literally: every `$` escaped,
+    so no file name is ever parsed as mathtext (`$\\frac$` made the report fail)."""
+    return text.replace("$", r"\$")
+
+
 def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
     """One panel per metric: a group of bars per session, one bar per policy."""
     from matplotlib.figure import Figure
@@ -69,10 +75,11 @@ def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Fi
         values = per_session(review, metric)
         for k, label in enumerate(review.labels):
             xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
-            axes.bar(xs, values[label], width=width, label=label)
+            axes.bar(xs, values[label], width=width, label=plain_label(label))
         axes.set_ylabel(METRICS[metric])
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_xticks(range(len(sessions)), sessions, rotation=30, ha="right", fontsize=8)
+        names = [plain_label(name) for name in sessions]
+        axes.set_xticks(range(len(sessions)), names, rotation=30, ha="right", fontsize=8)
         axes.legend(fontsize=8)
     axes_list[-1].set_xlabel("session")
     figure.suptitle(title)
@@ -87,7 +94,7 @@ def tokens_figure(review: Review) -> Figure:
     figure = Figure(figsize=(7, 3.6))
     axes = figure.subplots()
     data = [[t for r in review.by_policy(label) for t in r.true_tokens] for label in review.labels]
-    axes.boxplot(data, tick_labels=list(review.labels))
+    axes.boxplot(data, tick_labels=[plain_label(label) for label in review.labels])
     axes.set_xlabel("policy")
     axes.set_ylabel("tokens per provider call (true)")
     axes.set_title("Tokens sent per call")
