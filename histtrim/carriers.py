@@ -157,7 +157,7 @@ _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 scan stays linear) or a bracket."""
 
 
-def _too_deep(text: str) -> bool:
+def json_text_too_deep(text: str) -> bool:
     """Whether the JSON text nests deeper than the parser allows, found without recursion."""
     if text.count("[") + text.count("{") < MAX_JSON_DEPTH:
         return False
@@ -215,7 +215,7 @@ def json_object(content: str) -> dict[str, Any] | None:
     nested deeper than `MAX_JSON_DEPTH`, invalid JSON, NaN/Infinity, numbers out of the
     double range and escaped lone surrogates are not JSON (the row is then plain text)."""
     text = content.strip(_JSON_SPACE)
-    if not (text.startswith("{") and text.endswith("}")) or _too_deep(text):
+    if not (text.startswith("{") and text.endswith("}")) or json_text_too_deep(text):
         return None
     try:
         value = json.loads(

@@ -232,9 +232,14 @@ def _loads(text: bytes, line: int | None) -> Any:
 
 
 def _anthropic_system(body: Mapping[str, Any]) -> str:
+    """The body's `system` text; a malformed one is a `FormatError` naming the field."""
     from histtrim.adapters.anthropic import from_anthropic
+    from histtrim.adapters.anthropic_checks import AnthropicFormatError
 
-    return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
+    try:
+        return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
+    except AnthropicFormatError as error:
+        raise FormatError(error.problem, line=1, field=error.field) from None
 
 
 def _priced(
