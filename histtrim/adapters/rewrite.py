@@ -180,15 +180,22 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
 
 def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
     data, spans = hf.data, hf.spans
+    newline = line_ending(data)
     parts: list[bytes] = []
     if head:
         parts.append(data[: spans[2 * head[-1] + 1]] + b"\n")
     if crumb is not None:
-        parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + b"\n")
+        parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + newline)
     if tail:
         end = data[spans[2 * tail[-1] + 1] :]
-        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or b"\n"))
+        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or newline))
     return b"".join(parts)
+
+
+def line_ending(data: bytes) -> bytes:
+    """The file's line ending: `\\r\\n` when its first line ends so, else `\\n`."""
+    end = data.find(b"\n")
+    return b"\r\n" if end > 0 and data[end - 1 : end] == b"\r" else b"\n"
 
 
 def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
