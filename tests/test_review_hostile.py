@@ -106,3 +106,16 @@ def test_dask_help_says_the_cluster_must_be_trusted(capsys: pytest.CaptureFixtur
     """Issue 20 (worth fixing): `--dask` unpickles what the scheduler sends; `--help` says so."""
     assert main(["review", "--help"]) == 0
     assert "cluster you trust" in " ".join(capsys.readouterr().out.split())
+
+
+def test_review_html_into_a_symlink_loop_says_cannot_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20 item 5: the report's writer is the one writer; a loop is "cannot write"."""
+    pytest.importorskip("matplotlib")
+    loop = tmp_path / "a"
+    loop.symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(loop)
+    code = main(["review", str(SESSION), "--workers", "1", "--html", str(loop)])
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert code == 2 and "cannot write" in err and str(loop) in err

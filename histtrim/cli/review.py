@@ -190,7 +190,10 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.html:
         from histtrim.review.report import write_report
 
-        write_report(args.html, review, settings)
+        try:
+            write_report(args.html, review, settings)
+        except OSError as error:
+            raise InputError(args.html, f"cannot write: {error.strerror or error}") from None
         print(f"report: {args.html}")
     return EXIT_OK
 
