@@ -1,6 +1,8 @@
-"""`histtrim conformance run`: drive another implementation over the protocol, one request
-per vector, with a time-out per vector; a crash or a malformed answer is a failure, never a
-hang (the process is restarted for the next vector)."""
+"""`histtrim conformance run`: drive another implementation over the protocol and judge
+every answer. Answers are matched to requests by `id`, so a stray line or an answer out of
+order shifts nothing; a crash, a time-out or a malformed answer fails one vector (with the
+tail of the implementation's stderr), never the rest of the run, and never hangs it. Every
+read is bounded: the answer line (`max_answer_bytes`), its nesting, the stderr kept."""
 
 from __future__ import annotations
 
@@ -9,14 +11,26 @@ import json
 import queue
 import subprocess
 import threading
+import time
+from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import IO, Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from histtrim.conformance.codec import canonical
+from histtrim.conformance.compare import judge_result, nesting_depth
 from histtrim.conformance.vectors import Vector
 
 Status = Literal["passed", "failed", "not_implemented"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The longest answer line read (the CLI's `--max-answer-bytes`); a longer one fails its vector."""
+MAX_ANSWER_DEPTH = 64
+"""Arrays and objects nested deeper than this are not an answer (no expected result is)."""
+STDERR_KEPT = 4096
+"""Bytes of the implementation's stderr kept (its tail), shown when a vector fails badly."""
+STDERR_LINES = 6
+STRAY_KEPT = 5
+"""Stray output lines quoted in the report (all are counted)."""
 
 
 @dataclass(frozen=True)
@@ -24,30 +38,65 @@ class Outcome:
     vector: Vector
     status: Status
     actual: Any
-    """The response as received (or None), for the diff."""
+    """The answer as received (or None), for the diff."""
     reason: str
+    stderr: str = ""
+    """The tail of the implementation's stderr, for a crash, a time-out or a malformed answer."""
 
 
-def same(expected: Any, actual: Any) -> bool:
-    """JSON equality: object key order is free, a boolean is not a number, 1 == 1.0."""
-    if isinstance(expected, bool) or isinstance(actual, bool):
-        return type(expected) is type(actual) and expected == actual
-    if isinstance(expected, int | float) and isinstance(actual, int | float):
-        return expected == actual
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        return expected.keys() == actual.keys() and all(
-            same(expected[k], actual[k]) for k in expected
-        )
-    if isinstance(expected, list) and isinstance(actual, list):
-        return len(expected) == len(actual) and all(map(same, expected, actual))
-    return type(expected) is type(actual) and expected == actual
+@dataclass
+class RunResult:
+    outcomes: list[Outcome]
+    stray: list[str] = field(default_factory=list)
+    """Output lines with no request of that id (quoted, at most `STRAY_KEPT`)."""
+    stray_count: int = 0
+    late_count: int = 0
+    """Answers that arrived after their vector had already failed (a time-out)."""
+
+
+class CannotStart(Exception):
+    """The implementation cannot run at all: not found, or it exits twice before answering
+    any request (a crash later in the run fails one vector and the process restarts)."""
+
+
+def printable(text: str) -> str:
+    """Text an implementation wrote, safe to print: control characters (but newline and
+    tab) and lone surrogates escaped."""
+    return "".join(
+        c if c in "\n\t" or (c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF)
+        else ascii(c)[1:-1]
+        for c in text
+    )
+
+
+def _parse_answer(line: bytes) -> tuple[Any, str]:
+    """(decoded object, "") or (None, why it is not an answer)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return None, f"malformed answer line: not UTF-8 ({error.reason} at byte {error.start})"
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        return None, "malformed answer line: JSON nested too deeply"
+    except ValueError as error:
+        return None, f"malformed answer line ({error}): {printable(repr(text[:200]))}"
+    depth = nesting_depth(value, MAX_ANSWER_DEPTH)
+    if depth > MAX_ANSWER_DEPTH:
+        return None, f"malformed answer line: JSON nested more than {MAX_ANSWER_DEPTH} levels"
+    if not isinstance(value, dict):
+        return None, f"malformed answer line: a JSON {type(value).__name__}, not an object"
+    return value, ""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def judge(vector: Vector, response: Any) -> Outcome:
-    """Compare one response with the vector's expected outcome."""
-    if not isinstance(response, dict) or response.get("id") != vector.id:
-        return Outcome(vector, "failed", response, "malformed response (not an object with "
-                       "this vector's id)")
+    """Compare one answer (already matched to the vector by id) with its expected outcome."""
+    if not isinstance(response, dict):
+        return Outcome(vector, "failed", response, "malformed answer (not a JSON object)")
     error = response.get("error")
     if isinstance(error, dict) and error.get("kind") == "not_implemented":
         return Outcome(vector, "not_implemented", response, "not implemented")
@@ -56,96 +105,232 @@ def judge(vector: Vector, response: Any) -> Outcome:
         kind = error.get("kind") if isinstance(error, dict) else None
         if kind == expected["error"]["kind"]:
             return Outcome(vector, "passed", response, "")
-        return Outcome(vector, "failed", response, f"expected error {expected['error']['kind']}")
+        got = f"error {kind}" if kind is not None else "a result"
+        return Outcome(vector, "failed", response,
+                       f"expected error {expected['error']['kind']}, got {got}")
     if "result" not in response:
-        return Outcome(vector, "failed", response, "expected a result, got an error")
-    if same(expected["result"], response["result"]):
+        kind = error.get("kind") if isinstance(error, dict) else None
+        return Outcome(vector, "failed", response, f"expected a result, got error {kind}")
+    if judge_result(vector.function, expected["result"], response["result"]):
         return Outcome(vector, "passed", response, "")
     return Outcome(vector, "failed", response, "result differs")
 
 
-class Implementation:
-    """The implementation's process: requests written and responses read by threads, so a
-    child that stops reading or answering costs one time-out, not a hang."""
+class _Process:
+    """One start of the implementation: its stdout read line by line (bounded) and its
+    stderr tail kept, by threads, so a child that stops reading or answering costs one
+    time-out, not a hang."""
 
-    def __init__(self, command: Sequence[str]) -> None:
-        self.command = list(command)
-        self.process: subprocess.Popen[str] | None = None
-        self.lines: queue.Queue[str | None] = queue.Queue()
+    def __init__(self, command: Sequence[str], max_answer_bytes: int) -> None:
+        try:
+            self.popen = subprocess.Popen(
+                list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise CannotStart(f"cannot start {command[0]!r}: {reason}") from None
+        self.events: queue.Queue[tuple[str, bytes | int | None]] = queue.Queue(maxsize=64)
+        self.stopped = threading.Event()
+        self.answers = 0
+        self._stderr = bytearray()
+        self._stderr_lock = threading.Lock()
+        self._writes: queue.Queue[bytes | None] = queue.Queue()
+        self._threads = [threading.Thread(target=target, args=(max_answer_bytes,), daemon=True)
+                         for target in (self._read_stdout, self._read_stderr, self._write)]
+        for thread in self._threads:
+            thread.start()
 
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, encoding="utf-8", bufsize=1,
-        )
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, args=(self.process.stdout, self.lines),
-                         daemon=True).start()
+    def _put(self, event: tuple[str, bytes | int | None]) -> bool:
+        while not self.stopped.is_set():
+            with contextlib.suppress(queue.Full):
+                self.events.put(event, timeout=0.2)
+                return True
+        return False
 
-    @staticmethod
-    def _read(stream: IO[str] | None, lines: queue.Queue[str | None]) -> None:
+    def _read_stdout(self, limit: int) -> None:
+        stream = self.popen.stdout
         assert stream is not None
         try:
-            for line in stream:
-                lines.put(line)
+            while True:
+                line = stream.readline(limit + 1)
+                if not line:
+                    break
+                if len(line) > limit and not line.endswith(b"\n"):
+                    self._put(("too_long", len(line)))
+                    return  # the process is restarted: the rest of the line is never read
+                if not self._put(("line", line)):
+                    return
         except (OSError, ValueError):
             pass
-        lines.put(None)  # end of output: the process exited or closed stdout
+        self._put(("eof", None))
 
-    def _write(self, text: str) -> None:
-        process = self.process
-        assert process is not None and process.stdin is not None
-        try:
-            process.stdin.write(text)
-            process.stdin.flush()
-        except (OSError, ValueError):
-            pass  # it died: the reader reports the end of output
+    def _read_stderr(self, _: int) -> None:
+        stream = self.popen.stderr
+        assert stream is not None
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := stream.read1(65536):  # type: ignore[attr-defined]
+                with self._stderr_lock:
+                    self._stderr += chunk
+                    del self._stderr[:-STDERR_KEPT]
 
-    def ask(self, request: dict[str, Any], timeout: float) -> tuple[Any, str]:
-        """(decoded response, "") or (None, why not)."""
-        if self.process is None or self.process.poll() is not None:
-            self.stop()
-            self.start()
-        threading.Thread(target=self._write, args=(canonical(request) + "\n",),
-                         daemon=True).start()
-        try:
-            line = self.lines.get(timeout=timeout)
-        except queue.Empty:
-            self.stop()
-            return None, f"no response within {timeout:g} s (the process was restarted)"
-        if line is None:
-            code = self.stop()
-            return None, f"the implementation exited (code {code}) without answering"
-        try:
-            return json.loads(line), ""
-        except ValueError:
-            return None, f"malformed response line: {line[:200]!r}"
+    def _write(self, _: int) -> None:
+        stream = self.popen.stdin
+        assert stream is not None
+        while (data := self._writes.get()) is not None:
+            try:
+                stream.write(data)
+                stream.flush()
+            except (OSError, ValueError):
+                return  # it died or closed stdin: the reader reports the end of output
+
+    def send(self, request: dict[str, Any]) -> None:
+        text = json.dumps(request, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        self._writes.put(text.encode("ascii") + b"\n")
+
+    def stderr_tail(self) -> str:
+        """The last lines of stderr (escaped for printing); once the process has exited, what
+        it wrote last has arrived."""
+        if self.popen.poll() is None:
+            time.sleep(0.05)
+        else:
+            self._threads[1].join(timeout=1)
+        with self._stderr_lock:
+            text = bytes(self._stderr).decode("utf-8", "replace")
+        lines = [line for line in text.splitlines() if line.strip()]
+        return printable("\n".join(lines[-STDERR_LINES:]))
 
     def stop(self) -> int | None:
-        process, self.process = self.process, None
-        if process is None:
-            return None
-        if process.stdin is not None:
+        self.stopped.set()
+        self._writes.put(None)
+        popen = self.popen
+        if popen.stdin is not None:
             with contextlib.suppress(OSError):
-                process.stdin.close()
+                popen.stdin.close()
         try:
-            return process.wait(timeout=2)
+            return popen.wait(timeout=2)
         except subprocess.TimeoutExpired:
-            process.kill()
-            return process.wait()
+            popen.kill()
+            return popen.wait()
 
 
-def run(vectors: Sequence[Vector], command: Sequence[str], *, timeout: float) -> list[Outcome]:
-    """Every vector through one implementation process (restarted after a crash)."""
-    implementation = Implementation(command)
-    outcomes: list[Outcome] = []
-    try:
-        for vector in vectors:
-            response, problem = implementation.ask(vector.request(), timeout)
-            if problem:
-                outcomes.append(Outcome(vector, "failed", None, problem))
-            else:
-                outcomes.append(judge(vector, response))
-    finally:
-        implementation.stop()
-    return outcomes
+class Implementation:
+    """The implementation behind the protocol, restarted after a crash or a time-out. Up to
+    `window` requests are outstanding at once; the oldest unanswered one is blamed for a
+    crash or a malformed line, and its time-out starts when it becomes the oldest."""
+
+    def __init__(self, command: Sequence[str], *, timeout: float, window: int = 4,
+                 max_answer_bytes: int = MAX_ANSWER_BYTES) -> None:
+        if not command:
+            raise CannotStart("no implementation command")
+        self.command = list(command)
+        self.timeout = timeout
+        self.window = max(1, window)
+        self.max_answer_bytes = max_answer_bytes
+        self.process: _Process | None = None
+        self.silent_exits = 0
+        """Starts that exited without answering anything, before any answer arrived."""
+        self.answered = False
+
+    def _start(self) -> _Process:
+        if self.process is None:
+            self.process = _Process(self.command, self.max_answer_bytes)
+        return self.process
+
+    def _stop(self) -> int | None:
+        process, self.process = self.process, None
+        return None if process is None else process.stop()
+
+    def run(self, vectors: Sequence[Vector]) -> RunResult:
+        result = RunResult([])
+        finished: dict[str, Outcome] = {}
+        known = {v.id for v in vectors}
+        pending: deque[Vector] = deque(vectors)
+        outstanding: OrderedDict[str, Vector] = OrderedDict()
+        oldest_since = time.monotonic()
+        try:
+            while pending or outstanding:
+                process = self._start()
+                while pending and len(outstanding) < self.window:
+                    vector = pending.popleft()
+                    if not outstanding:
+                        oldest_since = time.monotonic()
+                    outstanding[vector.id] = vector
+                    process.send(vector.request())
+                oldest = next(iter(outstanding.values()))
+                wait = oldest_since + self.timeout - time.monotonic()
+                try:
+                    kind, payload = process.events.get(timeout=max(wait, 0))
+                except queue.Empty:
+                    tail = process.stderr_tail()
+                    self._stop()
+                    self._fail(finished, outstanding, pending, oldest,
+                               f"no answer within {self.timeout:g} s (the process was "
+                               "restarted)", tail)
+                    oldest_since = time.monotonic()
+                    continue
+                if kind == "line":
+                    assert isinstance(payload, bytes)
+                    if not payload.strip():
+                        continue
+                    answer, problem = _parse_answer(payload)
+                    ident = answer.get("id") if answer is not None else None
+                    if problem:
+                        self._fail(finished, outstanding, pending, oldest, problem,
+                                   process.stderr_tail(), requeue=False)
+                    elif isinstance(ident, str) and ident in outstanding:
+                        process.answers += 1
+                        self.answered = True
+                        finished[ident] = judge(outstanding.pop(ident), answer)
+                    elif isinstance(ident, str) and ident in known:
+                        result.late_count += 1
+                    else:
+                        result.stray_count += 1
+                        if len(result.stray) < STRAY_KEPT:
+                            result.stray.append(printable(payload[:200].decode(
+                                "utf-8", "replace").rstrip("\n")))
+                        continue
+                    if outstanding and next(iter(outstanding)) != oldest.id:
+                        oldest_since = time.monotonic()
+                    continue
+                if kind == "too_long":
+                    tail = process.stderr_tail()
+                    self._stop()
+                    reason = (f"answer line longer than {self.max_answer_bytes} bytes "
+                              "(--max-answer-bytes; the process was restarted)")
+                else:
+                    code = self._stop()
+                    tail = process.stderr_tail()
+                    if process.answers == 0 and not self.answered:
+                        self.silent_exits += 1
+                        if self.silent_exits >= 2:
+                            last = tail.splitlines()[-1] if tail else "no stderr"
+                            raise CannotStart(
+                                f"{self.command[0]!r} exited (code {code}) twice without "
+                                f"answering a request; its stderr ends: {last}")
+                    reason = f"the implementation exited (code {code}) without answering"
+                self._fail(finished, outstanding, pending, oldest, reason, tail)
+                oldest_since = time.monotonic()
+        finally:
+            self._stop()
+        result.outcomes = [finished[v.id] for v in vectors]
+        return result
+
+    @staticmethod
+    def _fail(finished: dict[str, Outcome], outstanding: OrderedDict[str, Vector],
+              pending: deque[Vector], oldest: Vector, reason: str, tail: str,
+              requeue: bool = True) -> None:
+        """Fail the oldest outstanding vector; after a restart the others are sent again."""
+        del outstanding[oldest.id]
+        finished[oldest.id] = Outcome(oldest, "failed", None, reason, tail)
+        if requeue:
+            pending.extendleft(reversed(outstanding.values()))
+            outstanding.clear()
+
+
+def run(vectors: Sequence[Vector], command: Sequence[str], *, timeout: float,
+        window: int = 4, max_answer_bytes: int = MAX_ANSWER_BYTES) -> RunResult:
+    """Every vector through one implementation process (restarted after a crash); raises
+    `CannotStart` when it cannot run at all."""
+    return Implementation(command, timeout=timeout, window=window,
+                          max_answer_bytes=max_answer_bytes).run(vectors)
