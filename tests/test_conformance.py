@@ -71,10 +71,32 @@ def test_at_least_500_vectors_and_every_rule_covered(committed: list[Vector]) ->
 
 def test_every_source_kind_contributes(committed: list[Vector]) -> None:
     kinds = {v.source.split(":")[0] for v in committed}
-    assert kinds == {"notebook", "generated", "shrunk", "hostile"}
+    assert kinds == {"notebook", "generated", "shrunk", "hostile", "port"}
     notebooks = {v.source.split(":")[1].split("#")[0] for v in committed
                  if v.source.startswith("notebook:")}
     assert {"01_turns.ipynb", "05_route_and_capacity.ipynb", "08_pairing_safety.ipynb"} <= notebooks
+
+
+def test_every_turn_rule_has_vectors_through_the_functions_any_port_has(
+    committed: list[Vector],
+) -> None:
+    """index_turns and to_chat_messages are histtrim's shapes; a port shows each TURN rule
+    through the trims or the estimate."""
+    port = {"trim_to_recent_turns", "trim_to_recent_turn_count",
+            "trim_conversation_to_recent_turns", "estimate_history_tokens"}
+    turn_rules = {r for r in rule_ids(RULES_MD) if r.startswith("TURN-")}
+    shown = {r for v in committed if v.function in port for r in v.rules}
+    assert turn_rules <= shown
+
+
+def test_every_vector_carries_every_argument(committed: list[Vector]) -> None:
+    from histtrim.conformance.schema import FUNCTIONS as SCHEMAS
+
+    for vector in committed:
+        assert set(SCHEMAS[vector.function]["defaults"]) <= set(vector.arguments), vector.id
+        if "result" in vector.expected:
+            assert set(vector.arguments) == set(
+                SCHEMAS[vector.function]["arguments"]["properties"]), vector.id
 
 
 def test_a_rule_without_vectors_fails_the_build(committed: list[Vector]) -> None:

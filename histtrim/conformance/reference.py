@@ -58,7 +58,7 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     "estimate_history_tokens": _ids("EST-1..4"),
     "message_costs": _ids("EST-1..4"),
     "index_turns": _ids("TURN-2..3 TURN-5"),
-    "trim_to_recent_turns": _ids("KEEP-1 KEEP-3 CAP-1 TURN-2..6 PAIR-1"),
+    "trim_to_recent_turns": _ids("KEEP-1 KEEP-3 CAP-1 TURN-1..6 PAIR-1"),
     "trim_to_recent_turn_count": _ids("KEEP-2..3 LIMIT-1..2 TURN-2..6 PAIR-1"),
     "trim_conversation_to_recent_turns": _ids("KEEP-2..3 LIMIT-1..2 TURN-1..6 PAIR-1"),
     "drop_oldest_whole_turn": _ids("TURN-4 TURN-2..3 TURN-5 PAIR-1"),

@@ -113,13 +113,16 @@ def text_report(rows: Sequence[RuleTally], result: RunResult | None = None, *,
              f"{'-' * width}  ------  ------  ---------------"]
     for r in rows:
         if not r.covered:
-            mark = "  (not covered: its vectors call functions left out by --functions)"
+            mark = "  (not covered)"
         elif r.ok:
             mark = ""
         else:
             mark = "  <-- " + ("FAIL" if r.failed else "NOT IMPLEMENTED")
         lines.append(f"{r.rule_id:<{width}}  {r.passed:>6}  {r.failed:>6}  "
                      f"{r.not_implemented:>15}{mark}")
+    if not all(r.covered for r in rows):
+        lines.append("(not covered: every vector of the rule calls a function outside "
+                     "--functions)")
     if result is not None:
         lines += _failures(result.outcomes, details)
         missing = Counter(o.vector.function for o in result.outcomes

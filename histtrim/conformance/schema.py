@@ -98,7 +98,7 @@ FIGURES = {
 REPORT = {
     "messages": _field(INT, "The messages' estimate without their images (system rows "
                        "included)."),
-    "images": _field(INT, "The fixed price per dispatched image (EST-2)."),
+    "images": _field(INT, "The dispatched images' price: a fixed price per image (EST-2)."),
     "hooks": _field(INT, "The hook texts' estimate."),
     "tool_schemas": _field(INT, "The tool schemas' estimate."),
     "total": _field(INT, "messages + images + hooks + tool_schemas."),
@@ -146,9 +146,11 @@ def _function(history: str, arguments: dict[str, dict[str, Any]], result: dict[s
 
 FUNCTIONS: dict[str, dict[str, Any]] = {
     "estimate_history_tokens": _function(
-        "provider-facing rows or structured items", {},
+        "provider-facing rows", {},
         _object({"tokens": _field(INT, "The history's estimate (EST-1..4).")}), {},
-        "The token estimate of a whole history."),
+        "The token estimate of a whole history: a row priced as plain text costs "
+        "ceil(UTF-8 bytes / 4) + 4 (EST-1); dispatched images cost a fixed price each "
+        "(EST-2..4)."),
     "message_costs": _function(
         "provider-facing rows", {},
         _object({"costs": _field({"type": "array", "items": INT},
@@ -266,7 +268,7 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         {}, "Bound one tool result when it is recorded (PAIR-3)."),
     "channel_sender_cache": _function(
         "null",
-        {"max_rows": _field(INT, "Rows kept per sender; 0 means the default."),
+        {"max_rows": _field(INT, "Rows kept per sender; 0 means the default, 50."),
          "appends": _field({"type": "array", "items": OBJECT}, "{sender, row} in order.")},
         _object({"dropped": _field({"type": "array", "items": INT}, "Rows each append "
                                    "dropped, in order."),

@@ -47,6 +47,7 @@ def all_cases(root: Path) -> list[Case]:
     from livingspec.vectors.generate import generated_cases_isolated
     from livingspec.vectors.hostile import hostile_cases
     from livingspec.vectors.loops import legacy_cases, loop_cases
+    from livingspec.vectors.port import port_cases
     from livingspec.vectors.settings import settings_cases
 
     return [
@@ -56,6 +57,7 @@ def all_cases(root: Path) -> list[Case]:
         *loop_cases(),
         *legacy_cases(),
         *hostile_cases(),
+        *port_cases(),
     ]
 
 
