@@ -73,17 +73,19 @@ def _compared(outcome: Outcome) -> Any:
 
 
 def diff(outcome: Outcome, max_lines: int = 40) -> str:
-    """Expected vs actual of one vector: the differing fields first (for a list of rows, the
-    positions that differ), then a unified diff cut at `max_lines`."""
+    """Expected vs actual of one vector: for two results, the fields that differ (for a list
+    of rows, the positions that differ and the first differing row); otherwise a unified
+    diff. Cut at `max_lines`."""
     expected, actual = outcome.vector.expected, _compared(outcome)
-    lines: list[str] = []
     if isinstance(actual, dict) and "result" in expected and "result" in actual:
-        lines = differences(outcome.vector.function, expected["result"], actual["result"])
-    unified = list(difflib.unified_diff(
-        _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
-    if len(unified) > max_lines:
-        unified = [*unified[:max_lines], f"... ({len(unified) - max_lines} more diff lines)"]
-    return "\n".join([*lines, *unified])
+        lines = differences(outcome.vector.function, expected["result"], actual["result"],
+                            max_lines)
+    else:
+        lines = list(difflib.unified_diff(
+            _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
+        if len(lines) > max_lines:
+            lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
+    return "\n".join(lines)
 
 
 def _details(outcome: Outcome) -> list[str]:
@@ -129,7 +131,7 @@ def text_report(rows: Sequence[RuleTally], result: RunResult | None = None, *,
                           if o.status == "not_implemented")
         if missing:
             lines += ["", "Not implemented (answered not_implemented): " + ", ".join(
-                f"{name} ({count})" for name, count in missing.items())]
+                f"{name} ({count})" for name, count in sorted(missing.items()))]
         if result.stray_count:
             lines += ["", f"{result.stray_count} stray output line(s) with no request of "
                       "that id, skipped; the first:", *(f"  {s}" for s in result.stray)]
