@@ -93,6 +93,16 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _what(response: dict[str, Any]) -> str:
+    """What an answer holds, for a failure's reason."""
+    error = response.get("error")
+    if "result" in response:
+        return "a result"
+    if isinstance(error, dict) and isinstance(error.get("kind"), str):
+        return f"error {printable(error['kind'][:80])}"
+    return "neither a result nor an error with a kind"
+
+
 def judge(vector: Vector, response: Any) -> Outcome:
     """Compare one answer (already matched to the vector by id) with its expected outcome."""
     if not isinstance(response, dict):
@@ -103,14 +113,12 @@ def judge(vector: Vector, response: Any) -> Outcome:
     expected = vector.expected
     if "error" in expected:
         kind = error.get("kind") if isinstance(error, dict) else None
-        if kind == expected["error"]["kind"]:
+        if kind == expected["error"]["kind"] and "result" not in response:
             return Outcome(vector, "passed", response, "")
-        got = f"error {kind}" if kind is not None else "a result"
         return Outcome(vector, "failed", response,
-                       f"expected error {expected['error']['kind']}, got {got}")
+                       f"expected error {expected['error']['kind']}, got {_what(response)}")
     if "result" not in response:
-        kind = error.get("kind") if isinstance(error, dict) else None
-        return Outcome(vector, "failed", response, f"expected a result, got error {kind}")
+        return Outcome(vector, "failed", response, f"expected a result, got {_what(response)}")
     if judge_result(vector.function, expected["result"], response["result"]):
         return Outcome(vector, "passed", response, "")
     return Outcome(vector, "failed", response, "result differs")
@@ -191,19 +199,21 @@ class _Process:
     def stderr_tail(self) -> str:
         """The last lines of stderr (escaped for printing); once the process has exited, what
         it wrote last has arrived."""
-        if self.popen.poll() is None:
-            time.sleep(0.05)
-        else:
+        if self.popen.poll() is not None:
             self._threads[1].join(timeout=1)
         with self._stderr_lock:
             text = bytes(self._stderr).decode("utf-8", "replace")
         lines = [line for line in text.splitlines() if line.strip()]
         return printable("\n".join(lines[-STDERR_LINES:]))
 
-    def stop(self) -> int | None:
+    def stop(self, *, kill: bool = False) -> int | None:
+        """End the process: close its stdin and let it exit (2 s), or kill it at once (a
+        process that hangs or floods gets no grace)."""
         self.stopped.set()
         self._writes.put(None)
         popen = self.popen
+        if kill:
+            popen.kill()
         if popen.stdin is not None:
             with contextlib.suppress(OSError):
                 popen.stdin.close()
@@ -237,9 +247,9 @@ class Implementation:
             self.process = _Process(self.command, self.max_answer_bytes)
         return self.process
 
-    def _stop(self) -> int | None:
+    def _stop(self, *, kill: bool = False) -> int | None:
         process, self.process = self.process, None
-        return None if process is None else process.stop()
+        return None if process is None else process.stop(kill=kill)
 
     def run(self, vectors: Sequence[Vector]) -> RunResult:
         result = RunResult([])
@@ -263,7 +273,7 @@ class Implementation:
                     kind, payload = process.events.get(timeout=max(wait, 0))
                 except queue.Empty:
                     tail = process.stderr_tail()
-                    self._stop()
+                    self._stop(kill=True)
                     self._fail(finished, outstanding, pending, oldest,
                                f"no answer within {self.timeout:g} s (the process was "
                                "restarted)", tail)
@@ -295,7 +305,7 @@ class Implementation:
                     continue
                 if kind == "too_long":
                     tail = process.stderr_tail()
-                    self._stop()
+                    self._stop(kill=True)
                     reason = (f"answer line longer than {self.max_answer_bytes} bytes "
                               "(--max-answer-bytes; the process was restarted)")
                 else:
