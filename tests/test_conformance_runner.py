@@ -210,6 +210,19 @@ def test_a_vectors_file_that_is_an_array_is_one_line(
     (tmp_path / "KEEP.json").write_text("[" * 100000, encoding="utf-8")
     assert main(["conformance", "run", "--vectors", str(tmp_path), "--", "true"]) == 2
     assert "nested too deeply" in capsys.readouterr().err
+    (tmp_path / "KEEP.json").write_text('{"format": NaN}', encoding="utf-8")
+    assert main(["conformance", "run", "--vectors", str(tmp_path), "--", "true"]) == 2
+    assert "NaN is not JSON" in capsys.readouterr().err
+
+
+def test_a_junit_file_that_cannot_be_written_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    serve = [sys.executable, "-m", "histtrim.cli", "conformance", "serve"]
+    code = main(["conformance", "run", "--vectors", str(VECTORS), "--rules", "LIMIT-3",
+                 "--junit", str(tmp_path / "missing" / "j.xml"), "--", *serve])
+    err = capsys.readouterr().err
+    assert code == 2 and "cannot write" in err and "Traceback" not in err
 
 
 def test_functions_selects_and_reports_the_other_rules_not_covered(

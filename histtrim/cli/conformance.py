@@ -54,7 +54,10 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{sum(r.covered and not r.ok for r in rows)} of {len(rows) - uncovered} rules "
           "not passing" + (f"; {uncovered} rules not covered" if uncovered else ""))
     if args.junit:
-        junit(outcomes, Path(args.junit))
+        try:
+            junit(outcomes, Path(args.junit))
+        except OSError as error:
+            raise InputError(args.junit, f"cannot write: {error.strerror or error}") from None
     return EXIT_OK if passed == len(outcomes) else EXIT_FAILED
 
 

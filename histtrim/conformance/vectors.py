@@ -32,6 +32,10 @@ MAX_FILE_BYTES = 1 << 30
 """A vector file larger than this is refused (the exported ones are a few MB)."""
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _read(path: Path) -> dict[str, Any]:
     """One group file's JSON object, or a ValueError naming the file."""
     with path.open("rb") as file:
@@ -39,7 +43,7 @@ def _read(path: Path) -> dict[str, Any]:
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
     except RecursionError:
         raise ValueError(f"{path}: JSON nested too deeply") from None
     except ValueError as error:
