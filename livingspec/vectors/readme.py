@@ -61,8 +61,8 @@ PROTOCOL = [
     "  the process is restarted); your process exiting (restarted for the next vector; the",
     "  oldest unanswered vector is the one failed); a line that is not a JSON object, not",
     f"  UTF-8, nested more than {MAX_ANSWER_DEPTH} levels or longer than `--max-answer-bytes` "
-    f"({MAX_ANSWER_BYTES} by",
-    "  default). A command that is not found, or exits twice before answering anything,",
+    f"({MAX_ANSWER_BYTES >> 20} MiB",
+    "  by default). A command that is not found, or exits twice before answering anything,",
     "  stops the run at once with one line saying why.",
     "- **Scope.** `--functions` runs only the vectors of the functions you offer; a rule",
     "  checked only by other functions is reported \"not covered\", not failed. `--rules`",
