@@ -63,6 +63,7 @@ def test_answers_out_of_order_are_matched_by_id(committed: list[Vector], tmp_pat
     result = run(vectors, _fake(tmp_path, body), timeout=20, window=2)
     assert [o.status for o in result.outcomes] == ["passed"] * 6
     assert result.stray_count == 0
+    assert "3 answer(s) arrived out of order, matched by id" in _report(result, vectors)
 
 
 def test_a_stray_line_is_reported_once_and_shifts_nothing(

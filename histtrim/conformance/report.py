@@ -135,6 +135,8 @@ def text_report(rows: Sequence[RuleTally], result: RunResult | None = None, *,
         if result.stray_count:
             lines += ["", f"{result.stray_count} stray output line(s) with no request of "
                       "that id, skipped; the first:", *(f"  {s}" for s in result.stray)]
+        if result.reordered:
+            lines += ["", f"{result.reordered} answer(s) arrived out of order, matched by id"]
         if result.late_count:
             lines += ["", f"{result.late_count} answer(s) arrived after their vector had "
                       "timed out, skipped"]

@@ -52,6 +52,8 @@ class RunResult:
     stray_count: int = 0
     late_count: int = 0
     """Answers that arrived after their vector had already failed (a time-out)."""
+    reordered: int = 0
+    """Answers that arrived before the answer to an older request (matched by id)."""
 
 
 class CannotStart(Exception):
@@ -289,6 +291,7 @@ class Implementation:
                         self._fail(finished, outstanding, pending, oldest, problem,
                                    process.stderr_tail(), requeue=False)
                     elif isinstance(ident, str) and ident in outstanding:
+                        result.reordered += ident != oldest.id
                         process.answers += 1
                         self.answered = True
                         finished[ident] = judge(outstanding.pop(ident), answer)
