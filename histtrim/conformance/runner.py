@@ -254,57 +254,25 @@ class Implementation:
         return None if process is None else process.stop(kill=kill)
 
     def run(self, vectors: Sequence[Vector]) -> RunResult:
-        result = RunResult([])
-        finished: dict[str, Outcome] = {}
-        known = {v.id for v in vectors}
-        pending: deque[Vector] = deque(vectors)
-        outstanding: OrderedDict[str, Vector] = OrderedDict()
-        oldest_since = time.monotonic()
+        """Every vector once; raises `CannotStart` when the command cannot run at all."""
+        state = _Run(vectors)
         try:
-            while pending or outstanding:
+            while state.pending or state.outstanding:
                 process = self._start()
-                while pending and len(outstanding) < self.window:
-                    vector = pending.popleft()
-                    if not outstanding:
-                        oldest_since = time.monotonic()
-                    outstanding[vector.id] = vector
-                    process.send(vector.request())
-                oldest = next(iter(outstanding.values()))
-                wait = oldest_since + self.timeout - time.monotonic()
+                state.send_more(process, self.window)
+                wait = state.oldest_since + self.timeout - time.monotonic()
                 try:
                     kind, payload = process.events.get(timeout=max(wait, 0))
                 except queue.Empty:
                     tail = process.stderr_tail()
                     self._stop(kill=True)
-                    self._fail(finished, outstanding, pending, oldest,
-                               f"no answer within {self.timeout:g} s (the process was "
-                               "restarted)", tail)
-                    oldest_since = time.monotonic()
+                    state.fail_oldest(f"no answer within {self.timeout:g} s (the process was "
+                                      "restarted)", tail)
                     continue
                 if kind == "line":
                     assert isinstance(payload, bytes)
-                    if not payload.strip():
-                        continue
-                    answer, problem = _parse_answer(payload)
-                    ident = answer.get("id") if answer is not None else None
-                    if problem:
-                        self._fail(finished, outstanding, pending, oldest, problem,
-                                   process.stderr_tail(), requeue=False)
-                    elif isinstance(ident, str) and ident in outstanding:
-                        result.reordered += ident != oldest.id
-                        process.answers += 1
+                    if state.take_line(payload, process):
                         self.answered = True
-                        finished[ident] = judge(outstanding.pop(ident), answer)
-                    elif isinstance(ident, str) and ident in known:
-                        result.late_count += 1
-                    else:
-                        result.stray_count += 1
-                        if len(result.stray) < STRAY_KEPT:
-                            result.stray.append(printable(payload[:200].decode(
-                                "utf-8", "replace").rstrip("\n")))
-                        continue
-                    if outstanding and next(iter(outstanding)) != oldest.id:
-                        oldest_since = time.monotonic()
                     continue
                 if kind == "too_long":
                     tail = process.stderr_tail()
@@ -314,31 +282,93 @@ class Implementation:
                 else:
                     code = self._stop()
                     tail = process.stderr_tail()
-                    if process.answers == 0 and not self.answered:
-                        self.silent_exits += 1
-                        if self.silent_exits >= 2:
-                            last = tail.splitlines()[-1] if tail else "no stderr"
-                            raise CannotStart(
-                                f"{self.command[0]!r} exited (code {code}) twice without "
-                                f"answering a request; its stderr ends: {last}")
+                    self._check_started(process, code, tail)
                     reason = f"the implementation exited (code {code}) without answering"
-                self._fail(finished, outstanding, pending, oldest, reason, tail)
-                oldest_since = time.monotonic()
+                state.fail_oldest(reason, tail)
         finally:
             self._stop()
-        result.outcomes = [finished[v.id] for v in vectors]
-        return result
+        return state.result()
 
-    @staticmethod
-    def _fail(finished: dict[str, Outcome], outstanding: OrderedDict[str, Vector],
-              pending: deque[Vector], oldest: Vector, reason: str, tail: str,
-              requeue: bool = True) -> None:
-        """Fail the oldest outstanding vector; after a restart the others are sent again."""
-        del outstanding[oldest.id]
-        finished[oldest.id] = Outcome(oldest, "failed", None, reason, tail)
-        if requeue:
-            pending.extendleft(reversed(outstanding.values()))
-            outstanding.clear()
+    def _check_started(self, process: _Process, code: int | None, tail: str) -> None:
+        """Two starts that exit before any answer of the run: the command cannot run."""
+        if process.answers or self.answered:
+            return
+        self.silent_exits += 1
+        if self.silent_exits >= 2:
+            last = tail.splitlines()[-1] if tail else "no stderr"
+            raise CannotStart(f"{self.command[0]!r} exited (code {code}) twice without "
+                              f"answering a request; its stderr ends: {last}")
+
+
+class _Run:
+    """The bookkeeping of one run: vectors not sent yet, sent and unanswered (oldest
+    first, with the time it became the oldest), and finished."""
+
+    def __init__(self, vectors: Sequence[Vector]) -> None:
+        self.vectors = list(vectors)
+        self.known = {v.id for v in vectors}
+        if len(self.known) != len(self.vectors):
+            raise ValueError("vectors: every id must be unique (answers are matched by id)")
+        self.pending: deque[Vector] = deque(vectors)
+        self.outstanding: OrderedDict[str, Vector] = OrderedDict()
+        self.oldest_since = time.monotonic()
+        self.finished: dict[str, Outcome] = {}
+        self.summary = RunResult([])
+
+    def send_more(self, process: _Process, window: int) -> None:
+        while self.pending and len(self.outstanding) < window:
+            vector = self.pending.popleft()
+            if not self.outstanding:
+                self.oldest_since = time.monotonic()
+            self.outstanding[vector.id] = vector
+            process.send(vector.request())
+
+    def _oldest(self) -> Vector:
+        return next(iter(self.outstanding.values()))
+
+    def _finish(self, vector: Vector, outcome: Outcome) -> None:
+        oldest = self._oldest()
+        del self.outstanding[vector.id]
+        self.finished[vector.id] = outcome
+        if vector is oldest:
+            self.oldest_since = time.monotonic()  # the next one's clock starts now
+
+    def take_line(self, line: bytes, process: _Process) -> bool:
+        """One output line: an answer (True), a malformed line (the oldest fails), a late
+        answer or a stray line (counted and skipped)."""
+        if not line.strip():
+            return False
+        answer, problem = _parse_answer(line)
+        if answer is None:
+            oldest = self._oldest()
+            self._finish(oldest, Outcome(oldest, "failed", None, problem,
+                                         process.stderr_tail()))
+            return False
+        ident = answer.get("id")
+        if isinstance(ident, str) and ident in self.outstanding:
+            self.summary.reordered += ident != self._oldest().id
+            process.answers += 1
+            self._finish(self.outstanding[ident], judge(self.outstanding[ident], answer))
+            return True
+        if isinstance(ident, str) and ident in self.known:
+            self.summary.late_count += 1
+        else:
+            self.summary.stray_count += 1
+            if len(self.summary.stray) < STRAY_KEPT:
+                self.summary.stray.append(
+                    printable(line[:200].decode("utf-8", "replace").rstrip("\n")))
+        return False
+
+    def fail_oldest(self, reason: str, tail: str) -> None:
+        """The process is gone: fail the oldest outstanding vector, send the others again."""
+        oldest = self._oldest()
+        self._finish(oldest, Outcome(oldest, "failed", None, reason, tail))
+        self.pending.extendleft(reversed(self.outstanding.values()))
+        self.outstanding.clear()
+
+    def result(self) -> RunResult:
+        self.summary.outcomes = [self.finished[v.id] for v in self.vectors]
+        return self.summary
 
 
 def run(vectors: Sequence[Vector], command: Sequence[str], *, timeout: float,
