@@ -210,6 +210,10 @@ def test_serve_answers_bad_requests_without_dying() -> None:
     assert kinds == ["invalid_input", "not_implemented", "invalid_input"]
     assert answer({"id": 1, "function": "cap_tool_result", "arguments": []})["error"]["kind"] == \
         "invalid_input"
+    refused = answer({"id": 2, "function": "trim_to_recent_turns",
+                      "history": [{"role": "root", "content": "x"}],
+                      "arguments": {"budget_tokens": 1, "crumb_present": False}})["error"]
+    assert refused["kind"] == "invalid_input" and refused["message"].startswith("0.role: ")
 
 
 def test_serve_answers_every_bad_line_and_keeps_serving() -> None:
