@@ -9,7 +9,7 @@ only right after a native dispatch (the validator reports it anywhere else as an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -313,15 +313,45 @@ def sweep_orphans(
     `[Tool results]` carriers are user rows and stay. Works on provider-facing rows and on
     the structured history alike; `crumb_present` is the owner's breadcrumb flag, checked
     as for the trims."""
+    *_, (_, result) = _sweep(history, crumb_present)
+    return result
+
+
+SweepStage = Literal["strip", "pass 1", "pass 2", "histtrim"]
+
+
+def sweep_stages(
+    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
+) -> list[tuple[SweepStage, SweepResult[Any]]]:
+    """The sweep one stage at a time: the history after the strip, after pass 1, after
+    pass 2 (the reference's answer) and after histtrim's addition (`sweep_orphans`'s),
+    each with everything removed up to that stage."""
+    return list(_sweep(history, crumb_present))
+
+
+def _sweep(
+    history: Iterable[ConversationMessage | Mapping[str, Any]], crumb_present: bool
+) -> Iterator[tuple[SweepStage, SweepResult[Any]]]:
     rows = conversation_rows(history)
     index_turns(rows, crumb_present=crumb_present)  # a flag naming no slot is an error
     removed: list[OrphanRemoval] = []
+
+    def stage(name: SweepStage, units: list[_Unit]) -> tuple[SweepStage, SweepResult[Any]]:
+        return name, SweepResult(_regroup(units), tuple(sorted(removed, key=_position)))
+
     units = _strip(_units(rows), removed)
-    units = _remove_orphan_results(_remove_back_to_back(units, removed), removed)
+    yield stage("strip", units)
+    units = _remove_back_to_back(units, removed)
+    yield stage("pass 1", units)
+    units = _remove_orphan_results(units, removed)
+    yield stage("pass 2", units)
     while (stripped := _strip_unanswered(units, removed)) is not None:
         units = _remove_orphan_results(_remove_back_to_back(stripped, removed), removed)
-    removed.sort(key=lambda r: r.position)
-    return SweepResult(_regroup(units), tuple(removed))
+    yield stage("histtrim", units)
+
+
+def _position(removal: OrphanRemoval) -> int:
+    return removal.position
 
 
 PairingKind = Literal["unanswered_call", "orphan_result", "legacy_result"]
