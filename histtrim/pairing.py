@@ -313,41 +313,54 @@ def sweep_orphans(
     `[Tool results]` carriers are user rows and stay. Works on provider-facing rows and on
     the structured history alike; `crumb_present` is the owner's breadcrumb flag, checked
     as for the trims."""
-    *_, (_, result) = _sweep(history, crumb_present)
-    return result
+    *_, last = _sweep(history, crumb_present)
+    return SweepResult(last.history, last.removed)
 
 
 SweepStage = Literal["strip", "pass 1", "pass 2", "histtrim"]
 
 
+@dataclass(frozen=True)
+class SweepStep(Generic[M]):
+    """The history after one stage of the sweep, with everything removed up to it."""
+
+    stage: SweepStage
+    history: list[M]
+    removed: tuple[OrphanRemoval, ...]
+    positions: tuple[int, ...]
+    """The input position of each item of `history`."""
+
+
 def sweep_stages(
     history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
-) -> list[tuple[SweepStage, SweepResult[Any]]]:
-    """The sweep one stage at a time: the history after the strip, after pass 1, after
-    pass 2 (the reference's answer) and after histtrim's addition (`sweep_orphans`'s),
-    each with everything removed up to that stage."""
+) -> list[SweepStep[Any]]:
+    """The sweep one stage at a time: after the strip, after pass 1, after pass 2 (the
+    reference's answer) and after histtrim's addition (`sweep_orphans`'s answer)."""
     return list(_sweep(history, crumb_present))
 
 
 def _sweep(
     history: Iterable[ConversationMessage | Mapping[str, Any]], crumb_present: bool
-) -> Iterator[tuple[SweepStage, SweepResult[Any]]]:
+) -> Iterator[SweepStep[Any]]:
     rows = conversation_rows(history)
     index_turns(rows, crumb_present=crumb_present)  # a flag naming no slot is an error
     removed: list[OrphanRemoval] = []
 
-    def stage(name: SweepStage, units: list[_Unit]) -> tuple[SweepStage, SweepResult[Any]]:
-        return name, SweepResult(_regroup(units), tuple(sorted(removed, key=_position)))
+    def step(stage: SweepStage, units: list[_Unit]) -> SweepStep[Any]:
+        items = _regroup(units)
+        positions = tuple(dict.fromkeys(u.pos for u in units))  # a ToolResults is one item
+        assert len(positions) == len(items)
+        return SweepStep(stage, items, tuple(sorted(removed, key=_position)), positions)
 
     units = _strip(_units(rows), removed)
-    yield stage("strip", units)
+    yield step("strip", units)
     units = _remove_back_to_back(units, removed)
-    yield stage("pass 1", units)
+    yield step("pass 1", units)
     units = _remove_orphan_results(units, removed)
-    yield stage("pass 2", units)
+    yield step("pass 2", units)
     while (stripped := _strip_unanswered(units, removed)) is not None:
         units = _remove_orphan_results(_remove_back_to_back(stripped, removed), removed)
-    yield stage("histtrim", units)
+    yield step("histtrim", units)
 
 
 def _position(removal: OrphanRemoval) -> int:

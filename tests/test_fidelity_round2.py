@@ -79,7 +79,7 @@ def test_histtrim_strips_a_call_whose_result_pass_2_removed() -> None:
     """The deliberate addition (vector 680a009a011f): the reference stops after pass 2 and
     leaves A(c1) unanswered; histtrim strips it (no text: the row goes)."""
     rows = [GO, call("c1"), ChatMessage.assistant("Hmm."), result("c1")]
-    stages = dict(sweep_stages(rows))
+    stages = {step.stage: step for step in sweep_stages(rows)}
     assert stages["pass 2"].history == rows[:3]  # the reference's answer
     assert [p.kind for p in validate_tool_pairing(stages["pass 2"].history)] == [
         "unanswered_call"
@@ -108,7 +108,7 @@ def test_an_escaped_key_is_read_by_the_passes_but_skipped_by_the_strip() -> None
     """The reference's strip only looks at rows whose text contains `tool_calls`; its passes
     parse the JSON. histtrim's addition then strips what is left unanswered."""
     escaped = ChatMessage.assistant('{"content":"x","\\u0074ool_calls":[{"id":"c1"}]}')
-    stages = dict(sweep_stages([GO, escaped]))
+    stages = {step.stage: step for step in sweep_stages([GO, escaped])}
     assert stages["pass 2"].history == [GO, escaped]
     assert stages["histtrim"].history == [GO, ChatMessage.assistant("x")]
 

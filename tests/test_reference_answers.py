@@ -262,7 +262,8 @@ def test_the_sweep_is_idempotent_keeps_order_and_always_pairs(
     removed_tools = {r.position for r in swept.removed if r.kind == "result"}
     assert kept_tools | removed_tools == tool_rows and not kept_tools & removed_tools
 
-    stages = dict(sweep_stages(rows))
+    stages = {step.stage: step for step in sweep_stages(rows)}
+    assert list(stages["histtrim"].positions) == tags
     reference = reference_sweep(rows)
     assert [as_values(r.model_dump()) for r in stages["pass 2"].history] == [
         as_values(r.model_dump()) for r in reference
