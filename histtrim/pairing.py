@@ -329,6 +329,8 @@ class SweepStep(Generic[M]):
     removed: tuple[OrphanRemoval, ...]
     positions: tuple[int, ...]
     """The input position of each item of `history`."""
+    removed_here: tuple[OrphanRemoval, ...]
+    """What this stage removed, in input order."""
 
 
 def sweep_stages(
@@ -345,12 +347,18 @@ def _sweep(
     rows = conversation_rows(history)
     index_turns(rows, crumb_present=crumb_present)  # a flag naming no slot is an error
     removed: list[OrphanRemoval] = []
+    done = 0  # removals made by the stages before
 
     def step(stage: SweepStage, units: list[_Unit]) -> SweepStep[Any]:
+        nonlocal done
         items = _regroup(units)
         positions = tuple(dict.fromkeys(u.pos for u in units))  # a ToolResults is one item
         assert len(positions) == len(items)
-        return SweepStep(stage, items, tuple(sorted(removed, key=_position)), positions)
+        here = tuple(sorted(removed[done:], key=_position))
+        done = len(removed)
+        return SweepStep(
+            stage, items, tuple(sorted(removed, key=_position)), positions, here
+        )
 
     units = _strip(_units(rows), removed)
     yield step("strip", units)
