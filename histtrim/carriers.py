@@ -218,7 +218,8 @@ def tool_call_ids(message: ChatMessage) -> tuple[str, ...] | None:
 
 def tool_result_call_id(message: ChatMessage) -> str | None:
     """The call a `tool` row answers: its envelope's string `tool_call_id`, else None
-    (a legacy row with no readable id)."""
+    (a legacy row with no readable id, kept by the sweep only right after a native
+    dispatch)."""
     if message.role != "tool":
         return None
     envelope = json_object(message.content)

@@ -34,7 +34,7 @@ class OrphanRemoval:
 
     kind: Literal["result", "call"]
     tool_call_id: str | None
-    """None for a tool row whose envelope names no call id."""
+    """None for a tool row with no readable call id, or a call element with no string id."""
     position: int
     """The index of the row or item in the swept input."""
 
