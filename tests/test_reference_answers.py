@@ -22,10 +22,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from histtrim.carriers import json_object
+from histtrim.carriers import json_object, to_chat_messages
 from histtrim.conformance.codec import ProtocolError
 from histtrim.conformance.functions import STATELESS
-from histtrim.messages import ChatMessage
+from histtrim.messages import (
+    AssistantToolCalls,
+    ChatMessage,
+    ToolCall,
+    ToolResultMessage,
+    ToolResults,
+)
 from histtrim.pairing import sweep_orphans, sweep_stages, validate_tool_pairing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -280,3 +286,41 @@ def test_the_port_agrees_with_the_reference_file() -> None:
         rows = [ChatMessage(**row) for row in vector["history"]]
         got = [r.model_dump(exclude={"kind"}) for r in reference_sweep(rows)]
         assert as_values(got) == as_values(vector["reference_answer"]["result"]["history"])
+
+
+@st.composite
+def structured(draw: st.DrawFn) -> list[Any]:
+    """Structured items: user and plain assistant rows, dispatches, rounds of results (one
+    item, several results), and tool rows with no readable id."""
+    items: list[Any] = []
+    for n in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["user", "assistant", "calls", "results", "unreadable"]))
+        if kind in ("user", "assistant"):
+            items.append(ChatMessage(role=kind, content=f"{kind} #{n}"))
+        elif kind == "calls":
+            ids = draw(st.lists(CALL_IDS, min_size=1, max_size=3))
+            text = draw(TEXTS)
+            items.append(AssistantToolCalls(
+                text=text, tool_calls=tuple(ToolCall(id=i, name="n") for i in ids)
+            ))
+        elif kind == "results":
+            ids = draw(st.lists(CALL_IDS, min_size=1, max_size=3))
+            items.append(ToolResults(results=tuple(
+                ToolResultMessage(tool_call_id=i, content=f"#{n}") for i in ids
+            )))
+        else:
+            items.append(ChatMessage(role="tool", content=f"plain #{n}"))
+    return items
+
+
+@given(structured())
+def test_the_structured_sweep_is_the_row_sweep(items: list[Any]) -> None:
+    """PAIR-2 on `Agent.history` items gives the rows the same sweep gives on their
+    provider-facing rows, and it pairs."""
+    swept = sweep_orphans(items)
+    rows = sweep_orphans(to_chat_messages(items)).history
+    assert [as_values(r.model_dump()) for r in to_chat_messages(swept.history)] == [
+        as_values(r.model_dump()) for r in rows
+    ]
+    assert [p for p in validate_tool_pairing(swept.history) if p.is_error] == []
+    assert sweep_orphans(swept.history).history == swept.history
