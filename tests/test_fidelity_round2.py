@@ -9,15 +9,18 @@ from pathlib import Path
 import pytest
 
 from histtrim import (
+    BREADCRUMB,
     ChatMessage,
     PairingProblem,
     estimate_history_tokens,
     is_loadable_target,
     sweep_orphans,
+    trim_to_recent_turns,
     validate_tool_pairing,
 )
 from histtrim.carriers import image_target, tool_results_carrier
 from histtrim.cli import main
+from histtrim.display.views import trim_result_html
 from histtrim.estimate import estimate_image_tokens, message_costs
 from histtrim.pairing import sweep_stages
 
@@ -196,3 +199,16 @@ def test_the_cli_still_says_when_the_newest_turn_alone_is_over(
     assert main(["trim", str(path), "--budget", "14", "-o", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "the newest turn alone is over the budget of 14 tokens" in err and "CAP-1" in err
+
+
+def test_the_html_trim_view_blames_the_breadcrumb_too() -> None:
+    """The trim view's summary: the kept crumb (17 tokens) tips the newest turn (5) over."""
+    rows = [ChatMessage.user(BREADCRUMB), ChatMessage.user("a"), ChatMessage.assistant("b"),
+            ChatMessage.user("c")]
+    result = trim_to_recent_turns(rows, 21, crumb_present=True)
+    assert result.tokens_after == 22 and result.history == [rows[0], rows[3]]
+    page = trim_result_html(result)
+    assert "newest turn alone" not in page
+    assert "the breadcrumb (17 tokens) tips them over (KEEP-3, SEEN-1)" in page
+    over = trim_to_recent_turns([*rows[:3], ChatMessage.user("c" * 200)], 21, crumb_present=True)
+    assert "the newest turn alone is over the budget and stays (CAP-1)" in trim_result_html(over)
