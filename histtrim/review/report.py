@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from histtrim._files import write_atomically
 from histtrim.display.tables import Table, text_table
+from histtrim.review.cache import CacheModel
 from histtrim.review.compare import Review, format_review
 from histtrim.review.replay import ReplaySettings
 
@@ -91,6 +92,34 @@ def tokens_figure(review: Review) -> Figure:
     axes.set_xlabel("policy")
     axes.set_ylabel("tokens per provider call (true)")
     axes.set_title("Tokens sent per call")
+    figure.tight_layout()
+    return figure
+
+
+def cost_context_figure(review: Review, models: Sequence[CacheModel]) -> Figure:
+    """Input cost relative to no cache against the mean history sent per call (the context
+    kept): one point per policy and cache model, a line joining each model's policies."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.2))
+    axes = figure.subplots()
+    markers = "osD^v"
+    for model in models:
+        summaries = review.summaries(model)
+        xs = [s.history_tokens_mean for s in summaries]
+        ys = [s.cache.relative_cost if s.cache is not None else 0.0 for s in summaries]
+        (line,) = axes.plot(xs, ys, "-", linewidth=1, alpha=0.5)
+        for k, (x, y, s) in enumerate(zip(xs, ys, summaries, strict=True)):
+            axes.plot([x], [y], markers[k % len(markers)], color=line.get_color(),
+                      label=f"{model.name}: {s.label}")
+            axes.annotate(s.label, (x, y), textcoords="offset points", xytext=(5, 4),
+                          fontsize=8)
+    axes.set_xlabel("history tokens sent per call, mean (context kept)")
+    axes.set_ylabel("input cost relative to no cache")
+    axes.margins(x=0.12, y=0.12)  # room for the labels at the edges
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize=8)
+    axes.set_title("Prompt cache: cost against context kept")
     figure.tight_layout()
     return figure
 
