@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from histtrim.agent.legacy import legacy_run
 from histtrim.agent.providers import Overflow, ProviderReply, ScriptedProvider
 from histtrim.agent.runtime import Agent
 from histtrim.config import ProviderProfile, RuntimeProfile
@@ -187,3 +188,14 @@ def test_reactive_trim_ignores_the_target() -> None:
         (event,) = bot.events
         assert event.reason == "token_budget" and event.target is None
         assert event.budget == event.tokens_before * 2 // 3
+
+
+def test_legacy_loop_applies_the_turn_target() -> None:
+    """SEEN-4's legacy path trims by the same turn limit, so by the same low-water mark."""
+    rows = turns(10)
+    for policy, kept in ((SPEC, 10), (Policy(turn_trim_target=Fraction(1, 2)), 5)):
+        rt = route(0, max_history_messages=10).model_copy(update={"policy": policy})
+        result = legacy_run(
+            ScriptedProvider([ProviderReply(text="ok")]), rows, "next", runtime=rt
+        )
+        assert index_turns(result.history).turn_count == kept
