@@ -102,6 +102,7 @@ def test_user_numbers_from_a_file(tmp_path: Path) -> None:
     )
     assert totals(price_calls([P1], model)).money(model) == pytest.approx(1800 * 1.25 / 1e6)
     assert cache_model("anthropic") is ANTHROPIC
+    assert cache_model("openai-gpt-5").read == Fraction(1, 10) == GEMINI.read
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nsource = "y"\nmin_prefix = 1\ngranularity = 0\nread = "2"\n')
     with pytest.raises(ValidationError) as caught:

@@ -113,22 +113,33 @@ OPENAI = CacheModel(
     name="openai",
     source="platform.openai.com/docs/guides/prompt-caching and the Prompt Caching 201 "
     "cookbook (2025): automatic for prompts of 1,024 tokens or more, hits in 128-token "
-    "increments, no write fee; cached input 0.5x for gpt-4o (0.25x gpt-4.1, 0.1x gpt-5: "
-    "pass a file with your model's number)",
+    "increments, no write fee; cached input 0.5x for gpt-4o (0.25x gpt-4.1; 0.1x gpt-5: "
+    "`openai-gpt-5`; another model: a file with its number)",
     min_prefix=1024,
     granularity=128,
     read=Fraction(1, 2),
 )
+OPENAI_GPT5 = CacheModel(
+    name="openai-gpt-5",
+    source="platform.openai.com/docs/pricing (2025): the same automatic cache as `openai`, "
+    "with cached input at 0.1x the input price for the gpt-5 family",
+    min_prefix=1024,
+    granularity=128,
+    read=Fraction(1, 10),
+)
 GEMINI = CacheModel(
     name="gemini",
-    source="ai.google.dev/gemini-api/docs/caching (2025): implicit caching on Gemini 2.5 "
-    "and newer, minimum 2,048 tokens for 2.5 Flash and Pro (4,096 for Gemini 3), no write "
-    "fee; cached tokens 0.25x (the 75% discount announced for 2.5)",
+    source="ai.google.dev/gemini-api/docs/caching and cloud.google.com Vertex AI context "
+    "cache overview (2025): implicit caching on Gemini 2.5 and newer, minimum 2,048 tokens "
+    "for 2.5 Flash and Pro (4,096 for Gemini 3), no write fee, cached tokens discounted 90% "
+    "(0.1x; 75% when implicit caching launched)",
     min_prefix=2048,
     granularity=1,
-    read=Fraction(1, 4),
+    read=Fraction(1, 10),
 )
-PROVIDERS: dict[str, CacheModel] = {m.name: m for m in (ANTHROPIC, OPENAI, GEMINI)}
+PROVIDERS: dict[str, CacheModel] = {
+    m.name: m for m in (ANTHROPIC, OPENAI, OPENAI_GPT5, GEMINI)
+}
 """The built-in models, by the name `--cache` takes."""
 
 
