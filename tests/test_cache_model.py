@@ -145,6 +145,18 @@ def test_review_command_prints_the_cache_rows(capsys: pytest.CaptureFixture[str]
         assert row in out
 
 
+def test_html_report_carries_the_cache(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the review extra (matplotlib) is absent")
+    report = tmp_path / "r.html"
+    code = main([
+        "review", str(LONG), "--policy", str(POLICIES / "trim-to-50.toml"), "--cache",
+        "openai", "--workers", "1", "--html", str(report),
+    ])
+    page = report.read_text(encoding="utf-8")
+    assert code == 0 and "cached share of input (openai)" in page
+    assert page.count("<figure>") == 4  # trims, retries, tokens, cost against context
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

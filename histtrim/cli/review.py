@@ -220,7 +220,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.html:
         from histtrim.review.report import write_report
 
-        write_report(args.html, review, settings)
+        write_report(args.html, review, settings, cache)
         print(f"report: {args.html}")
     return EXIT_OK
 

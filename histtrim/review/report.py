@@ -136,8 +136,11 @@ def png_data_uri(figure: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode("ascii")
 
 
-def report_html(review: Review, settings: ReplaySettings) -> str:
-    """A self-contained HTML page: settings, table, policy changes and the figures."""
+def report_html(
+    review: Review, settings: ReplaySettings, cache: CacheModel | None = None
+) -> str:
+    """A self-contained HTML page: settings, table, policy changes and the figures (with a
+    cache model, its rows in the table and the cost-against-context figure)."""
     figures = [
         per_session_figure(
             review, ["token_trims", "dropped_turns"], "Trims and context lost, per session"
@@ -147,6 +150,7 @@ def report_html(review: Review, settings: ReplaySettings) -> str:
             "Retries and refusals, per session",
         ),
         tokens_figure(review),
+        *(() if cache is None else (cost_context_figure(review, [cache]),)),
     ]
     provider = settings.provider
     route = (
@@ -163,13 +167,16 @@ def report_html(review: Review, settings: ReplaySettings) -> str:
         "margin:2em;max-width:70em}pre{background:#f6f8fa;padding:1em;overflow:auto}"
         "img{max-width:100%}</style></head><body>\n"
         f"<h1>Design review: {len(review.replays)} sessions, {len(review.labels)} policies</h1>\n"
-        f"<p>{html.escape(route)}</p>\n<pre>{html.escape(format_review(review))}</pre>\n"
+        f"<p>{html.escape(route)}</p>\n"
+        f"<pre>{html.escape(format_review(review, cache=cache))}</pre>\n"
         f"{images}\n</body></html>\n"
     )
 
 
-def write_report(path: str | Path, review: Review, settings: ReplaySettings) -> None:
+def write_report(
+    path: str | Path, review: Review, settings: ReplaySettings, cache: CacheModel | None = None
+) -> None:
     """Write the HTML report atomically (temp file, fsync, rename)."""
     target = Path(path)
-    text = report_html(review, settings)
+    text = report_html(review, settings, cache)
     write_atomically(target, text.encode("utf-8"))
