@@ -132,16 +132,6 @@ class Policy(BaseModel):
         ratio = self.reactive_target
         return estimate * ratio.numerator // ratio.denominator
 
-    def token_trim_tokens(self, budget: int) -> int:
-        """What a proactive trim fits the history into once it exceeds `budget` (RUN-1):
-        the budget itself under the spec, `budget * token_trim_target` rounded down else."""
-        return low_water_tokens(budget, self.token_trim_target)
-
-    def turn_trim_keep(self, max_turns: int) -> int:
-        """The turns a turn-limit trim keeps (LIMIT-1..2): `max(max_turns, 1)` under the
-        spec, `max(1, ceil(max_turns * turn_trim_target))` else."""
-        return low_water_turns(max_turns, self.turn_trim_target)
-
     def tool_result_split(self, max_chars: int) -> tuple[int, int]:
         """The (head, tail) characters kept of an over-long tool result (PAIR-3)."""
         share = self.tool_result_head
@@ -167,6 +157,7 @@ class Policy(BaseModel):
 
 
 def _checked_target(target: object) -> Fraction:
+    """A low-water mark passed to a trim: an exact ratio in (0, 1]."""
     if isinstance(target, bool) or not isinstance(target, Fraction | int) or not 0 < target <= 1:
         raise ValueError(f"target: expected a Fraction with 0 < target <= 1, got {target!r}")
     return Fraction(target)
