@@ -114,7 +114,7 @@ def test_replay_records_each_billed_request() -> None:
     """A long session: every billed request becomes a prompt; the first blocks are the tool
     schemas and the system row, and calls after the first share a cached prefix."""
     session = session_from_items("long", generate_long(3, 60))
-    settings = ReplaySettings(true_window=None)
+    settings = ReplaySettings(record_prompts=True)
     review = run_review(
         [session], [("spec", Policy()), ("half", Policy.load(POLICIES / "trim-to-50.toml"))],
         settings.model_copy(update={"profile": settings.profile.model_copy(
@@ -130,6 +130,10 @@ def test_replay_records_each_billed_request() -> None:
         s.cache.relative_cost for s in review.summaries(ANTHROPIC) if s.cache is not None
     )
     assert half_cost < spec_cost < 1
+    plain = run_review([session], [("spec", Policy())], ReplaySettings(), workers=1)
+    assert plain.replays[0][0].prompts == ()  # not recorded unless asked: it costs time
+    with pytest.raises(ValueError, match="record_prompts=True"):
+        plain.summaries(ANTHROPIC)
 
 
 def test_review_command_prints_the_cache_rows(capsys: pytest.CaptureFixture[str]) -> None:

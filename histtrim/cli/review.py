@@ -208,6 +208,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     policies = policies_from(args.policy)
     cache = cache_from(args)
     settings = settings_from(args)
+    if cache is not None:
+        settings = settings.model_copy(update={"record_prompts": True})
     progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
     try:
         review = run_review(

@@ -84,7 +84,15 @@ class PolicySummary:
 
 def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTotals:
     """The billed requests of some replays under a cache model, each session on its own."""
-    return totals([call for r in replays for call in price_calls(r.prompts, model)])
+    calls = []
+    for r in replays:
+        if r.calls and not r.prompts:
+            raise ValueError(
+                f"cache: {r.session} was replayed without its requests; replay with "
+                "ReplaySettings(record_prompts=True)"
+            )
+        calls.extend(price_calls(r.prompts, model))
+    return totals(calls)
 
 
 @dataclass(frozen=True)

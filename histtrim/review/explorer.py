@@ -131,6 +131,7 @@ def explore(
         ),
         provider=ProviderProfile(model="replay-model", context_window=window),
         true_window=true_window,
+        record_prompts=cache is not None,
     )
     agent, result = replay(session, policy, settings, label="explorer")
     stats = [s for s in turn_stats(

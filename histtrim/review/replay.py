@@ -65,6 +65,12 @@ class ReplaySettings(_Frozen):
         description="Count the rows' text with this vocabulary (the extra histtrim[tokenizers]) "
         "instead of EST-1's bytes; unset: the spec's estimate.",
     )
+    record_prompts: bool = Field(
+        default=False,
+        description="Record each billed request as cache blocks (`SessionReplay.prompts`) for "
+        "a prompt-cache model (`histtrim.review.cache`); off by default: it costs time and "
+        "memory.",
+    )
 
     def runtime(self, policy: Policy) -> ResolvedRuntime:
         return resolve_runtime(self.profile, self.provider, self.selected_model, policy=policy)
@@ -121,7 +127,8 @@ class SessionReplay:
     """The estimated history (system rows included, tool schemas not) of each dispatch."""
     prompts: tuple[Prompt, ...] = ()
     """Each billed request (the provider answered) as blocks, for the cache model
-    (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens."""
+    (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens.
+    Recorded only with `ReplaySettings(record_prompts=True)`."""
 
     @property
     def trims(self) -> int:
@@ -199,7 +206,7 @@ def replay(
     dropped_turns = model_refusals = capacity_refusals = failed = retries = 0
     trims: list[Trim] = []
     true_tokens: list[int] = []
-    blocks = _Blocks(settings.true_policy)
+    blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
     prompts: list[Prompt] = []
     for turn in session.turns:
         provider = ScriptedProvider(
@@ -232,10 +239,11 @@ def replay(
         model_refusals += overflows
         retries += overflows - unretried
         true_tokens.extend(r.estimated_tokens for r in provider.requests)
-        prompts.extend(
-            blocks.prompt(r.messages, r.tool_schemas)
-            for r in provider.requests if r.outcome == "reply"
-        )
+        if blocks is not None:
+            prompts.extend(
+                blocks.prompt(r.messages, r.tool_schemas)
+                for r in provider.requests if r.outcome == "reply"
+            )
     events = agent.events
     return agent, SessionReplay(
         session=session.name,
