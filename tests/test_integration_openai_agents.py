@@ -34,6 +34,7 @@ from histtrim.integrations.openai_agents import (
     CRUMB,
     Breadcrumb,
     HisttrimInputFilter,
+    HisttrimModel,
     HisttrimSession,
     from_units,
     run_with_histtrim,
@@ -160,6 +161,25 @@ def test_run_2_a_second_overflow_or_a_single_turn_is_raised() -> None:
         run(HisttrimInputFilter(budget_tokens=0), session(6), scripted(overflows=2))
     with pytest.raises(openai.BadRequestError):
         run(HisttrimInputFilter(budget_tokens=0), session(0), scripted(overflows=1))
+
+
+def test_run_2_a_streamed_run_retries_too() -> None:
+    """The wrapper retries a stream that overflows before its first event."""
+    model = scripted(overflows=1)
+    trimming = HisttrimInputFilter(budget_tokens=0)
+    agent = Agent(name="weather", instructions=INSTRUCTIONS,
+                  model=HisttrimModel(model, trimming), tools=[get_weather])
+
+    async def go() -> Any:
+        streamed = Runner.run_streamed(agent, session(6), run_config=CONFIG)
+        async for _ in streamed.stream_events():
+            pass
+        return streamed.final_output
+
+    assert asyncio.run(go()) == "done"
+    first, retry = model.calls[0].input, model.calls[1].input
+    target = SPEC.reactive_tokens(estimate_history_tokens(rows(first)))
+    assert estimate_history_tokens(rows(retry)) <= target
 
 
 def test_the_filter_alone_in_a_run_config() -> None:
