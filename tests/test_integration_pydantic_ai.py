@@ -47,6 +47,7 @@ from histtrim.integrations.pydantic_ai import (
     from_units,
     to_rows,
 )
+from histtrim.messages import ChatMessage
 from histtrim.policy import SPEC
 
 SYSTEM = "You are terse."
@@ -124,6 +125,18 @@ def test_turn_5_the_system_prompt_inside_the_first_request_is_kept() -> None:
         assert all(id(m) in stored for m in sent[1:])
     assert [e.reason for e in events] == [TrimReason.TOKEN_BUDGET] * 2
     assert result.all_messages()[: len(history)] == history  # the stored history is unchanged
+
+
+def test_instructions_count_toward_the_budget() -> None:
+    """`Agent(instructions=...)` is not a message part, but it is sent: the trim counts it."""
+    instructions = "Answer in one sentence. " * 40
+    model = Recorder(tool_round=False)
+    agent = Agent(FunctionModel(model), instructions=instructions,
+                  capabilities=[HisttrimCapability(budget_tokens=700)])
+    agent.run_sync("and now?", message_history=session(6))
+    sent = rows(model.seen[0])
+    assert estimate_history_tokens([ChatMessage.system(instructions), *sent]) <= 700
+    assert estimate_history_tokens(sent) + 200 < 700  # without them, more would fit
 
 
 def test_a_naive_trim_loses_the_system_prompt() -> None:

@@ -59,6 +59,8 @@ class Unit:
 
 
 CRUMB = Unit(None, ())
+INSTRUCTIONS = Unit(-1, ())
+"""`Agent(instructions=...)`: sent beside the messages and counted like a system row."""
 
 
 def breadcrumb() -> ModelRequest:
@@ -106,6 +108,8 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
             out.append(replace(message, parts=[message.parts[i] for i in group]))  # type: ignore[arg-type]
 
     for unit in units:
+        if unit == INSTRUCTIONS:
+            continue
         if unit.message is None:
             flush()
             owner, group = None, []
@@ -122,6 +126,8 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
     """Whether the unit after the leading system prompts is a breadcrumb request."""
     for unit in units:
+        if unit == INSTRUCTIONS:
+            continue
         if unit.message is None:
             return True
         message = messages[unit.message]
@@ -226,9 +232,14 @@ class HisttrimCapability(AbstractCapability[Any]):
         self._retry: dict[str | None, list[ModelMessage]] = {}
         """Per run: what the attempt after an overflow sends."""
 
-    def trim(self, messages: Sequence[ModelMessage]) -> tuple[list[ModelMessage], Trimmed[Unit]]:
-        """The messages to send (the history's own objects, breadcrumb added) and the trim."""
+    def trim(
+        self, messages: Sequence[ModelMessage], instructions: str | None = None
+    ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
+        """The messages to send (the history's own objects, breadcrumb added) and the trim;
+        `instructions` are counted as a leading system row."""
         units, rows = to_rows(messages)
+        if instructions:
+            units, rows = [INSTRUCTIONS, *units], [ChatMessage.system(instructions), *rows]
         done = self.trimmer.trim(
             units, rows, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
         )
@@ -241,7 +252,8 @@ class HisttrimCapability(AbstractCapability[Any]):
         if retry is not None:
             return replace(request_context, messages=retry)
         messages = list(request_context.messages)
-        sent, done = self.trim(messages)
+        parts = request_context.model_request_parameters.instruction_parts or []
+        sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
         self.trimmer.check_pairing(done.rows)
         self._sent[ctx.run_id] = (messages, done)
         return replace(request_context, messages=sent)
