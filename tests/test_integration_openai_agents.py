@@ -262,3 +262,14 @@ def test_round_trip_kept_items_are_the_inputs_own(
     assert all(a is b for a, b in zip(tail, items[len(items) - len(tail):], strict=True))
     if not done.trimmed:
         assert sent == items  # TURN-6
+
+
+def test_token_counter_prices_the_rows() -> None:
+    events: list[HistoryTrimmed] = []
+
+    def words(row: ChatMessage) -> int:
+        return len(row.content.split())
+
+    run(HisttrimInputFilter(budget_tokens=60, token_counter=words, on_trim=events.append),
+        session(6), scripted(tool_round=False))
+    assert events and all(e.counter == "words" for e in events)
