@@ -1,7 +1,8 @@
 """histtrim in a pydantic-ai agent: `Agent(model, capabilities=[HisttrimCapability()])`.
 
 `prepare_model_request` trims the messages of each model request by whole turns (LIMIT-1,
-KEEP-1, RUN-1), puts the breadcrumb request after the system prompt (SEEN-1) and emits
+KEEP-1, RUN-1), counting `Agent(instructions=...)` (sent beside the messages) like a system
+row, puts the breadcrumb request after the system prompt (SEEN-1) and emits
 `HistoryTrimmed` (SEEN-2); `on_model_request_error` answers pydantic-ai's
 `ModelContextWindowExceededError` by trimming the request that overflowed to two thirds of its
 estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). The run's stored history
