@@ -37,7 +37,7 @@ $(BIN)/python:
 $(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
 	@$(BIN)/python -m pip install -qq -U pip
-	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review]"
+	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents]"
 	@$(BIN)/python -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 

@@ -253,9 +253,12 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                               "result, a result without its call (PAIR-2); a rewritten "
                               "envelope's content is compared as a JSON value."),
             "removed": _field({"type": "array", "items": _object({
-                "kind": _field({"type": "string"}, "What was removed (a call or a result)."),
-                "tool_call_id": _field({"type": "string"}, "The orphan's tool call id."),
-                "position": _field(INT, "Its position in the input history."),
+                "kind": _field({"enum": ["call", "result"]}, "What was removed: a call "
+                               "without its result, or a result without its call."),
+                "tool_call_id": _field({"type": ["string", "null"]}, "The orphan's tool "
+                                       "call id; null for a tool row with no readable call "
+                                       "id, or a call with no string id."),
+                "position": _field(INT, "The index of the row or item in the input history."),
             })}, "histtrim's diagnostics: optional in an answer, compared when present."),
         }, optional=("removed",)),
         {"crumb_present": False},
