@@ -44,10 +44,10 @@ $(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcar
 install: $(INSTALLED)
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check histtrim livingspec tests bench tools docs conftest.py
+	$(BIN)/ruff check histtrim livingspec tests bench tools docs conformance conftest.py
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy histtrim livingspec
+	$(BIN)/mypy histtrim livingspec conformance/example/shim.py
 
 # Unit/property tests and strict nbval of every notebook, in one run.
 # --dist loadscope keeps each notebook in a single kernel. The outcome (counts, commit) goes
