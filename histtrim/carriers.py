@@ -29,32 +29,43 @@ _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
 _TARGET_SPACE = " \t\r\n"
 """Only ASCII space, tab, CR and LF are trimmed around a target (as the reference does)."""
-_WRAPPED = re.compile(r"\n[ \t\r\n]*")
+_UNC_SEPARATOR = re.compile(r"[\\/]")
+_WRAPPED = re.compile(r"[\n\r][ \t\r\n]*")
 
 
 def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
     After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
-    drive (``C:\``, ``C:/``), or is a UNC path ``\\server\share`` with a non-empty server and
-    share (the ``\\?\`` and ``\\.\`` device prefixes are not loadable)."""
+    drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that does not
+    start with `?` or `.` and that splits at its first ``\`` or `/` into a non-empty server
+    and a non-empty share (everything after that separator)."""
     target = target.strip(_TARGET_SPACE)
     if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
         return True
     if not target.startswith("\\\\"):
         return False
-    server, _, rest = target[2:].partition("\\")
-    share = rest.partition("\\")[0]
-    return bool(server) and bool(share) and server not in ("?", ".")
+    rest = target[2:]
+    if rest.startswith(("?", ".")):
+        return False
+    separator = _UNC_SEPARATOR.search(rest)
+    return separator is not None and 0 < separator.start() < len(rest) - 1
+
+
+def image_target(target: str) -> str | None:
+    """The image a target (a marker's payload, or a declared attachment's) dispatches, or
+    None when it is plain text.
+
+    A target wrapped across lines is re-joined first (each `\\n` or `\\r` and the
+    whitespace after it removed), then trimmed and tested (EST-2, EST-3)."""
+    if "\n" in target or "\r" in target:
+        target = _WRAPPED.sub("", target)
+    return target.strip(_TARGET_SPACE) if is_loadable_target(target) else None
 
 
 def marker_image(payload: str) -> str | None:
-    """The image a marker `[IMAGE:<payload>]` dispatches, or None when it is plain text.
-
-    A payload wrapped across lines is re-joined first (each newline and the whitespace
-    after it removed), then trimmed and tested like any target."""
-    target = _WRAPPED.sub("", payload) if "\n" in payload else payload
-    return target.strip(_TARGET_SPACE) if is_loadable_target(target) else None
+    """The image a marker `[IMAGE:<payload>]` dispatches, or None when it is plain text."""
+    return image_target(payload)
 
 
 def marker_problem(target: str) -> str | None:
@@ -260,7 +271,8 @@ def tool_call_ids(message: ChatMessage) -> tuple[str, ...] | None:
 
 def tool_result_call_id(message: ChatMessage) -> str | None:
     """The call a `tool` row answers: its envelope's string `tool_call_id`, else None
-    (a legacy row with no readable id)."""
+    (a legacy row with no readable id, kept by the sweep only right after a native
+    dispatch)."""
     if message.role != "tool":
         return None
     envelope = json_object(message.content)

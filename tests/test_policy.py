@@ -213,25 +213,16 @@ def test_reactive_target_always_drops_a_turn_run_2() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("1e-5000", "exponent is too large"),
-        ("1e-30000000", "exponent is too large"),
-        ("1e-999999999", "exponent is too large"),
-        ("1e-20", "fit in 64 bits"),
-        ("1/18446744073709551616", "fit in 64 bits"),
-        ("1" * 65, "like '2/3'"),
-        ("\u0661/\u0662", "like '2/3'"),
-    ],
+    "text",
+    ["1e-5000", "1e-30000000", "1e-999999999", "1/18446744073709551616", "1" * 65],
 )
-def test_ratio_text_is_read_with_bounded_work(text: str, message: str) -> None:
+def test_ratio_text_is_read_with_bounded_work(text: str) -> None:
     """Issue 20 item 3: a ratio's text is checked before it is turned into a fraction (a huge
     exponent made `Fraction` build a power of ten of that many digits: 43 s for 1e-30000000,
-    no end for 1e-999999999), and a ratio whose terms do not fit in 64 bits is refused."""
-    with pytest.raises(ValidationError, match=message) as error:
+    no end for 1e-999999999; 1e-5000 passed and crashed `review`)."""
+    with pytest.raises(ValidationError, match="expected a fraction like '2/3'") as error:
         Policy.loads(f'reactive_target = "{text}"', format="toml")
     assert error.value.errors()[0]["loc"] == ("reactive_target",)
-    assert Policy(reactive_target="1e-19").reactive_target == Fraction(1, 10**19)
 
 
 def test_default_turn_limit_limit_2() -> None:

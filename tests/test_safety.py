@@ -148,15 +148,27 @@ def test_pair_2_a_pair_split_across_turns_is_orphaned() -> None:
     assert swept.history == [session[0], session[2]]
 
 
-def test_pair_2_tool_row_without_a_readable_id_is_a_kept_legacy_row() -> None:
-    """Issue 9 item 6: a tool row whose tool_call_id cannot be read is kept (the reference
-    keeps it) and the validator reports it as legacy, not as an error."""
-    session = [ChatMessage.user("hi"), ChatMessage(role="tool", content="not json")]
+def test_pair_2_tool_row_without_a_readable_id_stays_only_after_a_dispatch() -> None:
+    """Issue 19: a tool row whose tool_call_id cannot be read stays only right after a
+    native dispatch (the reference's pass 2); after a user row it goes, and the validator
+    reports it there as an error (providers reject it)."""
+    legacy = ChatMessage(role="tool", content="not json")
+    session = [ChatMessage.user("hi"), legacy]
     swept = sweep_orphans(session)
-    assert swept.removed == ()
-    assert swept.history == session
-    assert validate_tool_pairing(session) == [PairingProblem("legacy_result", 1, None)]
-    assert not validate_tool_pairing(session)[0].is_error
+    assert swept.removed == (OrphanRemoval("result", None, 1),)
+    assert swept.history == session[:1]
+    assert validate_tool_pairing(session) == [PairingProblem("orphan_result", 1, None)]
+    assert validate_tool_pairing(session)[0].is_error
+    assert "no readable tool_call_id not right after" in str(validate_tool_pairing(session)[0])
+    kept = [
+        ChatMessage.user("hi"),
+        ChatMessage.assistant_tool_calls(None, [_call("c1")]),
+        ChatMessage.tool_result("c1", "ok"),
+        legacy,
+    ]
+    assert sweep_orphans(kept).history == kept
+    assert validate_tool_pairing(kept) == [PairingProblem("legacy_result", 3, None)]
+    assert not validate_tool_pairing(kept)[0].is_error
 
 
 def test_sweep_accepts_dicts_and_the_crumb_flag() -> None:

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.cli.argtypes import count, positive
 from histtrim.cli.configs import load_config
@@ -22,6 +24,7 @@ from histtrim.cli.tokenizer import add_tokenizer_arg, token_counter
 from histtrim.config import AgentConfig, ProviderProfile, RuntimeProfile
 from histtrim.messages import ConversationMessage
 from histtrim.policy import SPEC, Policy
+from histtrim.review.cache import PROVIDERS, CacheModel, cache_model
 from histtrim.review.compare import SessionLoadError, format_review, run_review
 from histtrim.review.replay import ReplaySettings
 from histtrim.review.sessions import ReviewSession, session_from_items
@@ -120,6 +123,30 @@ def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
     return pairs
 
 
+def cache_from(args: argparse.Namespace) -> CacheModel | None:
+    """`--cache` (a provider's name or a file of the user's numbers) with `--input-price`."""
+    given, price = args.cache, args.input_price
+    if given is None:
+        if price is not None:
+            raise InputError("--input-price", "needs --cache")
+        return None
+    try:
+        model = cache_model(given)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise InputError(given, first["msg"], field=field or None) from None
+    except (OSError, ValueError) as error:
+        names = ", ".join(PROVIDERS)
+        raise InputError(given, f"{error} (or a provider: {names})") from None
+    if price is None:
+        return model
+    try:
+        return CacheModel.model_validate({**model.model_dump(), "input_price_per_mtok": price})
+    except ValidationError as error:
+        raise InputError("--input-price", error.errors()[0]["msg"]) from None
+
+
 def _needs_extra(args: argparse.Namespace, option: str, module: str, what: str) -> None:
     """A one-line error before any replay when `--option` needs a package of the `review`
     extra that is not installed."""
@@ -173,7 +200,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise InputError("--config", "--config and --agent go together")
     paths = session_paths(args.sessions)
     policies = policies_from(args.policy)
+    cache = cache_from(args)
     settings = settings_from(args)
+    if cache is not None:
+        settings = settings.model_copy(update={"record_prompts": True})
     progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
     try:
         review = run_review(
@@ -186,12 +216,12 @@ def cmd_review(args: argparse.Namespace) -> int:
         if args.dask is None or not str(error).startswith("dask: "):
             raise
         raise InputError("--dask", str(error).removeprefix("dask: ")) from None
-    print(format_review(review))
+    print(format_review(review, cache=cache))
     if args.html:
         from histtrim.review.report import write_report
 
         try:
-            write_report(args.html, review, settings)
+            write_report(args.html, review, settings, cache)
         except OSError as error:
             raise InputError(args.html, f"cannot write: {error.strerror or error}") from None
         print(f"report: {args.html}")
@@ -224,6 +254,15 @@ def add_review_command(commands: Any) -> None:
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
     review.add_argument("--max-tool-iterations", type=positive, default=10)
     review.add_argument("--html", help="write a self-contained HTML report here")
+    review.add_argument(
+        "--cache", metavar="PROVIDER|FILE",
+        help=f"price each policy's requests with a prompt cache: {', '.join(PROVIDERS)}, or a "
+        ".toml/.json file with min_prefix, granularity, read, write and source",
+    )
+    review.add_argument(
+        "--input-price", metavar="PER_MTOK",
+        help="normal input price per million tokens (text: '3' or '2.5'), for costs in money",
+    )
     add_tokenizer_arg(review)
     review.add_argument(
         "--workers", type=positive, help=f"processes (default: every core, {os.cpu_count()})"

@@ -76,6 +76,8 @@ class _Outcome:
     tokens: int
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
+    crumb_tokens: int = 0
+    """The breadcrumb row's share of `tokens` (0: the output has none)."""
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
@@ -148,6 +150,10 @@ def _trim_rows(
         crumb_rows = [_crumb_record(session)] if added else []
         outcome.records = [*session.records[:body], *crumb_rows, *kept]
     outcome.turns, outcome.tokens = turns - first, size(first)
+    if added:
+        outcome.crumb_tokens = crumb_cost
+    elif index.crumb is not None:
+        outcome.crumb_tokens = costs[index.crumb]
     return outcome
 
 
@@ -196,7 +202,9 @@ def _count(number: int, noun: str) -> str:
 
 
 def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
-    """The summary line on stderr, with CAP-1 named when the newest turn alone is over."""
+    """The summary line on stderr; when one turn is left over the budget it says why: the
+    newest turn alone is over (CAP-1), or the breadcrumb sent with it tips it over (KEEP-3,
+    SEEN-1), which can leave more tokens than the input had."""
     if outcome.events:
         dropped = sum(event.dropped_messages for event in outcome.events)
         text = (
@@ -211,10 +219,23 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
         )
     budget = limits.budget or 0
     if budget and outcome.tokens > budget and outcome.turns <= 1:
-        text += (
-            f"; the newest turn alone is over the budget of {_count(budget, 'token')} and is "
-            "kept whole (CAP-1)"
-        )
+        without = outcome.tokens - outcome.crumb_tokens
+        if without > budget:
+            text += (
+                f"; the newest turn alone is over the budget of {_count(budget, 'token')} and"
+                " is kept whole (CAP-1)"
+            )
+        else:
+            more = (
+                f", more than the {_count(outcome.tokens_before, 'token')} given"
+                if outcome.tokens > outcome.tokens_before else ""
+            )
+            text += (
+                f"; the kept rows without the breadcrumb ({_count(without, 'token')}) fit the"
+                f" budget of {_count(budget, 'token')}, the breadcrumb sent with them"
+                f" ({_count(outcome.crumb_tokens, 'token')}) tips them over{more}"
+                " (KEEP-3, SEEN-1)"
+            )
     return f"{text} ({limits.describe()})"
 
 
@@ -233,6 +254,10 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
         events=result.events,
     )
+    if result.crumb_inserted:
+        outcome.crumb_tokens = plain_cost(breadcrumb_message())
+    elif result.crumb_present:
+        outcome.crumb_tokens = hf.costs[hf.prefix_len]
     return outcome, write_history(hf, result)
 
 

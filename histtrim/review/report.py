@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from histtrim._files import write_atomically
 from histtrim.display.tables import Table, text_table
+from histtrim.review.cache import CacheModel
 from histtrim.review.compare import Review, format_review
 from histtrim.review.replay import ReplaySettings
 
@@ -102,6 +103,34 @@ def tokens_figure(review: Review) -> Figure:
     return figure
 
 
+def cost_context_figure(review: Review, models: Sequence[CacheModel]) -> Figure:
+    """Input cost relative to no cache against the mean history sent per call (the context
+    kept): one point per policy and cache model, a line joining each model's policies."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(7, 4.2))
+    axes = figure.subplots()
+    markers = "osD^v"
+    for model in models:
+        summaries = review.summaries(model)
+        xs = [s.history_tokens_mean for s in summaries]
+        ys = [s.cache.relative_cost if s.cache is not None else 0.0 for s in summaries]
+        (line,) = axes.plot(xs, ys, "-", linewidth=1, alpha=0.5)
+        for k, (x, y, s) in enumerate(zip(xs, ys, summaries, strict=True)):
+            axes.plot([x], [y], markers[k % len(markers)], color=line.get_color(),
+                      label=f"{model.name}: {s.label}")
+            axes.annotate(s.label, (x, y), textcoords="offset points", xytext=(5, 4),
+                          fontsize=8)
+    axes.set_xlabel("history tokens sent per call, mean (context kept)")
+    axes.set_ylabel("input cost relative to no cache")
+    axes.margins(x=0.12, y=0.12)  # room for the labels at the edges
+    axes.set_ylim(bottom=0)
+    axes.legend(fontsize=8)
+    axes.set_title("Prompt cache: cost against context kept")
+    figure.tight_layout()
+    return figure
+
+
 def png_bytes(figure: Figure) -> bytes:
     """The figure as PNG (no metadata: the same figure gives the same bytes)."""
     buffer = io.BytesIO()
@@ -114,8 +143,11 @@ def png_data_uri(figure: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode("ascii")
 
 
-def report_html(review: Review, settings: ReplaySettings) -> str:
-    """A self-contained HTML page: settings, table, policy changes and the figures."""
+def report_html(
+    review: Review, settings: ReplaySettings, cache: CacheModel | None = None
+) -> str:
+    """A self-contained HTML page: settings, table, policy changes and the figures (with a
+    cache model, its rows in the table and the cost-against-context figure)."""
     figures = [
         per_session_figure(
             review, ["token_trims", "dropped_turns"], "Trims and context lost, per session"
@@ -125,6 +157,7 @@ def report_html(review: Review, settings: ReplaySettings) -> str:
             "Retries and refusals, per session",
         ),
         tokens_figure(review),
+        *(() if cache is None else (cost_context_figure(review, [cache]),)),
     ]
     provider = settings.provider
     route = (
@@ -141,13 +174,16 @@ def report_html(review: Review, settings: ReplaySettings) -> str:
         "margin:2em;max-width:70em}pre{background:#f6f8fa;padding:1em;overflow:auto}"
         "img{max-width:100%}</style></head><body>\n"
         f"<h1>Design review: {len(review.replays)} sessions, {len(review.labels)} policies</h1>\n"
-        f"<p>{html.escape(route)}</p>\n<pre>{html.escape(format_review(review))}</pre>\n"
+        f"<p>{html.escape(route)}</p>\n"
+        f"<pre>{html.escape(format_review(review, cache=cache))}</pre>\n"
         f"{images}\n</body></html>\n"
     )
 
 
-def write_report(path: str | Path, review: Review, settings: ReplaySettings) -> None:
+def write_report(
+    path: str | Path, review: Review, settings: ReplaySettings, cache: CacheModel | None = None
+) -> None:
     """Write the HTML report atomically (temp file, fsync, rename)."""
     target = Path(path)
-    text = report_html(review, settings)
+    text = report_html(review, settings, cache)
     write_atomically(target, text.encode("utf-8"))
