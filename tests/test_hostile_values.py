@@ -142,3 +142,20 @@ def test_explain_shows_control_characters_escaped(
     assert "\x1b" not in out and "\u202e" not in out
     assert all(line[:2].isupper() for line in out.splitlines())  # no line of a name's own
     assert "m\\x1b[2J\\nEVIL\\u202e" in out
+
+
+@pytest.mark.parametrize("url", FORGING)
+def test_integrations_refuse_an_image_url_a_marker_cannot_carry(url: str) -> None:
+    """Issue 20 item 6: the framework integrations write images through the same marker
+    writer, so a URL holding `][IMAGE:/b` is refused there too (it was priced as 21 images)."""
+    pydantic_ai = pytest.importorskip("pydantic_ai.messages")
+    pytest.importorskip("agents")
+    from histtrim.integrations import openai_agents
+    from histtrim.integrations import pydantic_ai as histtrim_pydantic_ai
+
+    prompt = pydantic_ai.UserPromptPart(content=[pydantic_ai.ImageUrl(url=url)])
+    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
+        histtrim_pydantic_ai.to_rows([pydantic_ai.ModelRequest(parts=[prompt])])
+    item = {"role": "user", "content": [{"type": "input_image", "image_url": url}]}
+    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
+        openai_agents.to_rows([item])
