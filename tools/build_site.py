@@ -191,6 +191,19 @@ def _first_paragraph(doc: str) -> str:
     return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
 
 
+def stage_notebook(notebook: Path, target: Path) -> None:
+    """Copy a notebook for the site without its blank stream outputs (a `print()` between
+    two displays spaces the text a kernel prints, but would be an empty box on the page).
+    Every other output stays where it is: the site does not merge streams, so a label
+    printed before a table stays above that table."""
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    for cell in data["cells"]:
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if o["output_type"] != "stream"
+                               or "".join(o["text"]).strip()]
+    target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def stage(src: Path) -> int:
     """Copy the sources into `src` and write the generated pages; return the chapter count."""
     if src.exists():
@@ -198,7 +211,7 @@ def stage(src: Path) -> int:
     shutil.copytree(ROOT / "docs", src, ignore=shutil.ignore_patterns("__pycache__"))
     chapters = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     for notebook in chapters:
-        shutil.copy2(notebook, src / notebook.name)
+        stage_notebook(notebook, src / notebook.name)
     for name in ("RULES.md", "history-management.es.txt"):
         shutil.copy2(ROOT / "notebooks" / "spec" / name, src / "spec" / name)
     (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")

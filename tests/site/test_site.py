@@ -4,6 +4,7 @@ reference covering `histtrim.__all__`, the decisions chapter, and no machine pat
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -173,3 +174,34 @@ def test_notebook_outputs_hold_no_machine_paths() -> None:
         text = notebook.read_text(encoding="utf-8")
         for marker in (str(ROOT), "site-packages", "/root/", "Traceback (most recent call"):
             assert marker not in text, (notebook.name, marker)
+
+
+def _output_kinds(outputs: list[dict[str, object]]) -> list[str]:
+    """What a reader sees of a cell's outputs, in order: `stream` (printed text, blank
+    prints dropped) or `display` (a table, a figure, a value, a traceback)."""
+    kinds = []
+    for output in outputs:
+        if output["output_type"] == "stream":
+            if "".join(output["text"]).strip():  # type: ignore[arg-type]
+                kinds.append("stream")
+        else:
+            kinds.append("display")
+    return kinds
+
+
+def test_outputs_keep_the_order_the_cell_printed_them(site: Path) -> None:
+    """A label printed before a table stays above that table: the page shows each cell's
+    outputs in the notebook's order (streams are not merged), and no output box is empty."""
+    token = re.compile(r'<div class="output (stream|text_html|text_plain|traceback)|<img [^>]*src="_images/')
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        expected = [_output_kinds(c["outputs"]) for c in cells
+                    if c["cell_type"] == "code" and c["outputs"]
+                    and "remove-cell" not in c["metadata"].get("tags", [])
+                    and "remove-output" not in c["metadata"].get("tags", [])]
+        html = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        shown = [["stream" if m.group(1) == "stream" else "display"
+                  for m in token.finditer(part)]
+                 for part in html.split('<div class="cell_output')[1:]]
+        assert shown == expected, notebook.name
+        assert not re.search(r"<pre><span></span>\s*</pre>", html), notebook.name
