@@ -101,6 +101,16 @@ def rules_page(src: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def rules_script(src: Path) -> str:
+    """`HISTTRIM_RULES`: each rule ID -> its anchor (the heading of the first chapter that
+    demonstrates it, else its row of the rule table), for site.js: a rule ID typed into the
+    search field lands there."""
+    anchors = {entry.rule_id: (f"{Path(entry.notebooks[0]).stem}.html#{entry.rule_id.lower()}"
+                               if entry.notebooks else f"spec/rules.html#{entry.rule_id.lower()}")
+               for entry in rule_coverage(src, src / "spec" / "RULES.md")}
+    return f"window.HISTTRIM_RULES = {json.dumps(anchors, indent=1)};\n"
+
+
 def original_page(src: Path) -> str:
     """The Spanish original as a page: short unpunctuated lines become headings."""
     lines = (src / "spec" / "history-management.es.txt").read_text(encoding="utf-8").splitlines()
@@ -217,6 +227,7 @@ def stage(src: Path) -> int:
     (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")
     (src / "spec" / "original.md").write_text(original_page(src), encoding="utf-8")
     (src / "api.rst").write_text(api_page(), encoding="utf-8")
+    (src / "_static" / "rules.js").write_text(rules_script(src), encoding="utf-8")
     info = build_info(len(chapters))
     (src / "_build_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return len(chapters)

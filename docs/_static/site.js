@@ -14,3 +14,11 @@ function histtrimMarkScrolling() {
 }
 window.addEventListener("load", histtrimMarkScrolling);
 window.addEventListener("resize", histtrimMarkScrolling);
+
+// A rule ID typed into the search field (KEEP-1, keep-1) lands on the rule's anchor.
+(function histtrimRuleSearch() {
+  if (!window.HISTTRIM_RULES || !/\/search\.html$/.test(window.location.pathname)) return;
+  const query = (new URLSearchParams(window.location.search).get("q") || "").trim();
+  const target = window.HISTTRIM_RULES[query.toUpperCase()];
+  if (target) window.location.replace(target);
+})();

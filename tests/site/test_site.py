@@ -192,7 +192,8 @@ def _output_kinds(outputs: list[dict[str, object]]) -> list[str]:
 def test_outputs_keep_the_order_the_cell_printed_them(site: Path) -> None:
     """A label printed before a table stays above that table: the page shows each cell's
     outputs in the notebook's order (streams are not merged), and no output box is empty."""
-    token = re.compile(r'<div class="output (stream|text_html|text_plain|traceback)|<img [^>]*src="_images/')
+    token = re.compile(r'<div class="output (stream|text_html|text_plain|traceback)'
+                       r'|<img [^>]*src="_images/')
     for notebook in NOTEBOOKS:
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         expected = [_output_kinds(c["outputs"]) for c in cells
