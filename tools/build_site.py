@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from livingspec.specindex import rule_coverage, rules
 
@@ -207,11 +208,40 @@ def stage_notebook(notebook: Path, target: Path) -> None:
     Every other output stays where it is: the site does not merge streams, so a label
     printed before a table stays above that table."""
     data = json.loads(notebook.read_text(encoding="utf-8"))
+    cells = []
     for cell in data["cells"]:
         if "outputs" in cell:
             cell["outputs"] = [o for o in cell["outputs"] if o["output_type"] != "stream"
                                or "".join(o["text"]).strip()]
+        cells += _caption_figures_only(cell)
+    data["cells"] = cells
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _caption_figures_only(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """A cell whose metadata captions its figure (`mystnb.figure`), split so that only its
+    images carry the caption: MyST-NB would put it under every display of the cell, tables
+    included. The input shows once, above the first part; the parts keep the output order."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+    outputs = cell.get("outputs", [])
+    is_image = [any(k.startswith("image/") for k in o.get("data", {})) for o in outputs]
+    if not figure or all(is_image) or not any(is_image):
+        return [cell]
+    parts: list[dict[str, Any]] = []
+    for image, output in zip(is_image, outputs, strict=True):
+        if not parts or parts[-1]["_image"] != image:
+            metadata = json.loads(json.dumps(cell["metadata"]))
+            if not image:
+                metadata["mystnb"].pop("figure")
+            if parts:
+                metadata["tags"] = [*metadata.get("tags", []), "remove-input"]
+            parts.append({**cell, "id": f"{cell.get('id', 'cell')}-{len(parts)}",
+                          "metadata": metadata, "outputs": [], "_image": image,
+                          "source": cell["source"] if not parts else "# (its figure)"})
+        parts[-1]["outputs"].append(output)
+    for part in parts:
+        del part["_image"]
+    return parts
 
 
 def stage(src: Path) -> int:

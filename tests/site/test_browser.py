@@ -182,7 +182,8 @@ _LAYOUT = """() => {
   const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
   const backticks = [];
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (n.textContent.includes("`") && !n.parentElement.closest("pre, code, .highlight, .cell_output"))
+    const inCode = n.parentElement.closest("pre, code, .highlight, .cell_output");
+    if (n.textContent.includes("`") && !inCode)
       backticks.push(n.parentElement.textContent.trim().slice(0, 60));
   }
   return {wider, boxes, outputs, figures, backticks};

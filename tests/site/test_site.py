@@ -191,18 +191,23 @@ def _output_kinds(outputs: list[dict[str, object]]) -> list[str]:
 
 def test_outputs_keep_the_order_the_cell_printed_them(site: Path) -> None:
     """A label printed before a table stays above that table: the page shows each cell's
-    outputs in the notebook's order (streams are not merged), and no output box is empty."""
+    outputs in the notebook's order (streams are not merged), no output box is empty, and a
+    cell's figure caption captions its figure, not its tables too."""
     token = re.compile(r'<div class="output (stream|text_html|text_plain|traceback)'
                        r'|<img [^>]*src="_images/')
     for notebook in NOTEBOOKS:
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-        expected = [_output_kinds(c["outputs"]) for c in cells
+        expected = [kind for c in cells
                     if c["cell_type"] == "code" and c["outputs"]
                     and "remove-cell" not in c["metadata"].get("tags", [])
-                    and "remove-output" not in c["metadata"].get("tags", [])]
+                    and "remove-output" not in c["metadata"].get("tags", [])
+                    for kind in _output_kinds(c["outputs"])]
         html = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
-        shown = [["stream" if m.group(1) == "stream" else "display"
-                  for m in token.finditer(part)]
-                 for part in html.split('<div class="cell_output')[1:]]
+        shown = ["stream" if m.group(1) == "stream" else "display"
+                 for part in html.split('<div class="cell_output')[1:]
+                 for m in token.finditer(part)]
         assert shown == expected, notebook.name
         assert not re.search(r"<pre><span></span>\s*</pre>", html), notebook.name
+        # A figure's caption is under its image only, never under a table of the same cell.
+        for figure in re.findall(r"<figure.*?</figure>", html, re.S):
+            assert "_images/" in figure and "text_html" not in figure, notebook.name
