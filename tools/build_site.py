@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from livingspec.specindex import rule_coverage, rules
+from livingspec.specindex import RULE_ID, rule_coverage, rules
 
 ROOT = Path(__file__).resolve().parent.parent
 STATUS = ROOT / "build" / "test-status.json"
@@ -202,17 +202,42 @@ def _first_paragraph(doc: str) -> str:
     return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
 
 
+_CELL = re.compile(r"<td>([^<]*)</td>")
+
+
+def _link_cells(html_text: str, chapters: set[str]) -> str:
+    """Table cells of an output as a reader wants them on the site: a chapter's file name
+    (`01_turns.ipynb`) links to its page, and a rule ID alone in a cell never wraps at its
+    hyphen."""
+
+    def cell(match: re.Match[str]) -> str:
+        text = match.group(1)
+        if RULE_ID.fullmatch(text):
+            return f'<td class="nowrap">{text}</td>'
+        linked = re.sub(r"\b(\d\d_\w+)\.ipynb\b", lambda m: (
+            f'<a href="{m.group(1)}.html">{m.group(1)}</a>' if m.group(1) in chapters
+            else m.group(0)), text)
+        return f"<td>{linked}</td>"
+
+    return _CELL.sub(cell, html_text)
+
+
 def stage_notebook(notebook: Path, target: Path) -> None:
     """Copy a notebook for the site without its blank stream outputs (a `print()` between
     two displays spaces the text a kernel prints, but would be an empty box on the page).
     Every other output stays where it is: the site does not merge streams, so a label
     printed before a table stays above that table."""
     data = json.loads(notebook.read_text(encoding="utf-8"))
+    chapters = {p.stem for p in notebook.parent.glob("[0-9]*.ipynb")}
     cells = []
     for cell in data["cells"]:
         if "outputs" in cell:
             cell["outputs"] = [o for o in cell["outputs"] if o["output_type"] != "stream"
                                or "".join(o["text"]).strip()]
+        for output in cell.get("outputs", []):
+            html_text = output.get("data", {}).get("text/html")
+            if html_text is not None:
+                output["data"]["text/html"] = _link_cells("".join(html_text), chapters)
         cells += _caption_figures_only(cell)
     data["cells"] = cells
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

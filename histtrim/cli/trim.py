@@ -209,13 +209,14 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
             f"histtrim: nothing to trim in {path}: {_count(outcome.turns, 'turn')}, "
             f"{_count(outcome.tokens, 'token')}"
         )
+    text += f" ({limits.describe()})"
     budget = limits.budget or 0
     if budget and outcome.tokens > budget and outcome.turns <= 1:
         text += (
             f"; the newest turn alone is over the budget of {_count(budget, 'token')} and is "
             "kept whole (CAP-1)"
         )
-    return f"{text} ({limits.describe()})"
+    return text
 
 
 def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tuple[

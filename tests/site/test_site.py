@@ -211,3 +211,24 @@ def test_outputs_keep_the_order_the_cell_printed_them(site: Path) -> None:
         # A figure's caption is under its image only, never under a table of the same cell.
         for figure in re.findall(r"<figure.*?</figure>", html, re.S):
             assert "_images/" in figure and "text_html" not in figure, notebook.name
+
+
+def test_chapter_00_tables_link_every_chapter(site: Path) -> None:
+    """Chapter 00's tables name the chapters as links to their pages, a rule ID never wraps
+    at its hyphen, and no cell shows markdown's backticks."""
+    html = (site / "00_index.html").read_text(encoding="utf-8")
+    links = {href for href, _ in _page(site / "00_index.html").links}
+    for notebook in NOTEBOOKS:
+        assert f"{notebook.stem}.html" in links, notebook.name
+    for entry in rules(RULES):
+        assert f'<td class="nowrap">{entry.rule_id}</td>' in html, entry.rule_id
+    assert not re.findall(r"<td>[^<]*`[^<]*</td>", html)
+
+
+def test_contributor_page_holds_the_test_runner_detail(site: Path) -> None:
+    """nbval, sanitize.cfg and the tags are contributor matters: on their own page, not in
+    the reader's chapter 00."""
+    chapter = (site / "00_index.html").read_text(encoding="utf-8")
+    assert "sanitize.cfg" not in chapter and "nbval" not in chapter
+    page = (site / "contributing.html").read_text(encoding="utf-8")
+    assert "sanitize.cfg" in page and "executes nothing" in page
