@@ -243,10 +243,15 @@ def stage_notebook(notebook: Path, target: Path) -> None:
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+# A figure's data table longer than this is folded on the site (the figure shows it).
+FOLD_LINES = 9
+
+
 def _caption_figures_only(cell: dict[str, Any]) -> list[dict[str, Any]]:
     """A cell whose metadata captions its figure (`mystnb.figure`), split so that only its
     images carry the caption: MyST-NB would put it under every display of the cell, tables
-    included. The input shows once, above the first part; the parts keep the output order."""
+    included. The input shows once, above the first part; the parts keep the output order;
+    a long table before the figure is folded (FOLD_LINES)."""
     figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
     outputs = cell.get("outputs", [])
     is_image = [any(k.startswith("image/") for k in o.get("data", {})) for o in outputs]
@@ -265,8 +270,17 @@ def _caption_figures_only(cell: dict[str, Any]) -> list[dict[str, Any]]:
                           "source": cell["source"] if not parts else "# (its figure)"})
         parts[-1]["outputs"].append(output)
     for part in parts:
-        del part["_image"]
+        # A long table of a figure's numbers is there for nbval (which ignores images): on
+        # the site it is folded above its figure; a short one stays open.
+        if not part.pop("_image") and _lines(part["outputs"]) > FOLD_LINES:
+            part["metadata"]["tags"] = [*part["metadata"].get("tags", []), "hide-output"]
     return parts
+
+
+def _lines(outputs: list[dict[str, Any]]) -> int:
+    """The printed lines of outputs (a display counts by its text form)."""
+    return sum(len("".join(o.get("text") or o.get("data", {}).get("text/plain", "")).splitlines())
+               for o in outputs)
 
 
 def stage(src: Path) -> int:

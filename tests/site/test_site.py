@@ -232,3 +232,23 @@ def test_contributor_page_holds_the_test_runner_detail(site: Path) -> None:
     assert "sanitize.cfg" not in chapter and "nbval" not in chapter
     page = (site / "contributing.html").read_text(encoding="utf-8")
     assert "sanitize.cfg" in page and "executes nothing" in page
+
+
+def test_long_figure_tables_are_folded_above_their_figure(site: Path) -> None:
+    """A figure's table of numbers longer than a few lines (kept for nbval, which ignores
+    images) is folded on the page, so the reader meets the figure, not a wall of rows."""
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        long_tables = 0
+        for cell in cells:
+            outputs = cell.get("outputs", [])
+            if not any("image/png" in o.get("data", {}) for o in outputs):
+                continue
+            before = outputs[:next(n for n, o in enumerate(outputs)
+                                   if "image/png" in o.get("data", {}))]
+            lines = sum(len("".join(o.get("text") or o.get("data", {}).get("text/plain", ""))
+                            .splitlines()) for o in before)
+            long_tables += lines > 9
+        html = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        folded = html.count('<details class="admonition hide below-input"')
+        assert folded >= long_tables, notebook.name
