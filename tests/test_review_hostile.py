@@ -80,7 +80,8 @@ def test_review_html_shows_file_names_literally(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 20 item 14: a session or policy named `$\\frac$` is shown as text in the
-    report's figures, never parsed as mathtext (no report was written)."""
+    report's figures (the cache figure's labels too), never parsed as mathtext (no report was
+    written)."""
     pytest.importorskip("matplotlib")
     shutil.copy(SESSION, tmp_path / "a$\\frac$.json")
     policy = tmp_path / "p$\\frac$.toml"
@@ -96,6 +97,8 @@ def test_review_html_shows_file_names_literally(
             "1",
             "--html",
             str(report),
+            "--cache",
+            "anthropic",
         ]
     )
     assert code == 0, capsys.readouterr().err

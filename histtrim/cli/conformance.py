@@ -70,7 +70,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def register(commands: argparse._SubParsersAction[Any]) -> None:
     """Add `conformance run|serve` to the `histtrim` command."""
     parser = commands.add_parser(
-        "conformance", help="conformance vectors: run another implementation, serve histtrim"
+        "conformance",
+        help="conformance vectors: run another implementation, serve histtrim",
+        description="`run` checks another implementation of the spec against the exported "
+        "vectors (it speaks the JSON Lines protocol on stdin/stdout); `serve` puts histtrim "
+        "behind that protocol.",
     )
     sub = parser.add_subparsers(dest="conformance", required=True, parser_class=type(parser))
     run = sub.add_parser(

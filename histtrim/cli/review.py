@@ -252,7 +252,8 @@ def add_review_command(commands: Any) -> None:
         "declared window)",
     )
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
-    review.add_argument("--max-tool-iterations", type=positive, default=10)
+    review.add_argument("--max-tool-iterations", type=positive, default=10,
+                        help="tool rounds the replayed agent may run per turn (default 10)")
     review.add_argument("--html", help="write a self-contained HTML report here")
     review.add_argument(
         "--cache", metavar="PROVIDER|FILE",

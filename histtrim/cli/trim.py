@@ -217,6 +217,7 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
             f"histtrim: nothing to trim in {path}: {_count(outcome.turns, 'turn')}, "
             f"{_count(outcome.tokens, 'token')}"
         )
+    text += f" ({limits.describe()})"
     budget = limits.budget or 0
     if budget and outcome.tokens > budget and outcome.turns <= 1:
         without = outcome.tokens - outcome.crumb_tokens
@@ -236,7 +237,7 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
                 f" ({_count(outcome.crumb_tokens, 'token')}) tips them over{more}"
                 " (KEEP-3, SEEN-1)"
             )
-    return f"{text} ({limits.describe()})"
+    return text
 
 
 def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tuple[

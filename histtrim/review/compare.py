@@ -209,7 +209,8 @@ def format_review(
     out = [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
     for summary in summaries:
         changes = summary.policy.changes()
-        text = ", ".join(f"{k} {v}" for k, v in changes.items()) or "the spec"
+        text = (", ".join(f"{k} {v}" for k, v in changes.items())
+                or "every constant as the spec fixes it")
         out.append(f"{summary.label}: {text}")
     baseline = review.labels[0]
     for summary in summaries[1:]:

@@ -20,6 +20,9 @@ from histtrim.review.replay import ReplaySettings
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+# Okabe-Ito (as the living spec's figures): distinguishable with colour-vision deficiencies.
+_POLICY_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
+
 METRICS = {
     "token_trims": "token-budget trims",
     "turn_limit_trims": "turn-limit trims",
@@ -76,15 +79,23 @@ def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Fi
         values = per_session(review, metric)
         for k, label in enumerate(review.labels):
             xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
-            axes.bar(xs, values[label], width=width, label=plain_label(label))
+            bars = axes.bar(xs, values[label], width=width, label=plain_label(label),
+                            color=_POLICY_COLORS[k % len(_POLICY_COLORS)])
+            # Each bar's value on it: a policy whose values are all 0 still shows its zeros.
+            axes.bar_label(bars, fontsize=7, padding=1)
         axes.set_ylabel(METRICS[metric])
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.margins(y=0.15)
         names = [plain_label(name) for name in sessions]
         axes.set_xticks(range(len(sessions)), names, rotation=30, ha="right", fontsize=8)
-        axes.legend(fontsize=8)
     axes_list[-1].set_xlabel("session")
     figure.suptitle(title)
-    figure.tight_layout()
+    # One legend for every panel, under the title: never over a bar.
+    handles, labels = axes_list[0].get_legend_handles_labels()
+    inch = 1 / figure.get_figheight()
+    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.4 * inch),
+                  ncol=len(labels), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0, 1, 1 - 0.65 * inch))
     return figure
 
 
@@ -118,8 +129,8 @@ def cost_context_figure(review: Review, models: Sequence[CacheModel]) -> Figure:
         (line,) = axes.plot(xs, ys, "-", linewidth=1, alpha=0.5)
         for k, (x, y, s) in enumerate(zip(xs, ys, summaries, strict=True)):
             axes.plot([x], [y], markers[k % len(markers)], color=line.get_color(),
-                      label=f"{model.name}: {s.label}")
-            axes.annotate(s.label, (x, y), textcoords="offset points", xytext=(5, 4),
+                      label=plain_label(f"{model.name}: {s.label}"))
+            axes.annotate(plain_label(s.label), (x, y), textcoords="offset points", xytext=(5, 4),
                           fontsize=8)
     axes.set_xlabel("history tokens sent per call, mean (context kept)")
     axes.set_ylabel("input cost relative to no cache")
