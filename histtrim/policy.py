@@ -128,9 +128,11 @@ class Policy(BaseModel):
         return value
 
     def reactive_tokens(self, estimate: int) -> int:
-        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic."""
+        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic, never
+        below 1 token (a budget of 0 means "no trim", so a small ratio on a small estimate
+        would otherwise turn the trim off and every retry would overflow again)."""
         ratio = self.reactive_target
-        return estimate * ratio.numerator // ratio.denominator
+        return max(1, estimate * ratio.numerator // ratio.denominator)
 
     def tool_result_split(self, max_chars: int) -> tuple[int, int]:
         """The (head, tail) characters kept of an over-long tool result (PAIR-3)."""

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.cli.argtypes import count, positive
+from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.jsontext import display_name, read_bytes
 from histtrim.cli.rowfiles import read_rows, sniff
@@ -66,7 +67,7 @@ def _true_window(args: argparse.Namespace, window: int | None) -> int | None:
     tokenizer counts more than the estimate: overflows happen)."""
     if args.true_window is not None:
         return int(args.true_window)
-    return window * 3 // 4 if window else None
+    return max(1, window * 3 // 4) if window else None
 
 
 def load_session(path: str) -> ReviewSession:
@@ -108,14 +109,7 @@ def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
 
 def load_policy(path: str) -> Policy:
     """A policy file; a bad value is reported with its file and field."""
-    try:
-        return Policy.load(path)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise InputError(path, first["msg"], field=field or None) from None
-    except (OSError, ValueError) as error:
-        raise InputError(path, str(error)) from None
+    return load_config(path, Policy)
 
 
 def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
@@ -172,10 +166,10 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     _needs_extra(args, "dask", "distributed", "a Dask cluster needs the 'distributed' package")
     tokenizer = getattr(args, "tokenizer", None)
     if args.config is not None:
+        config = load_config(args.config, AgentConfig)
         try:
-            config = AgentConfig.load(args.config)
             runtime = select_route(config, args.agent)
-        except (ValidationError, ValueError, OSError) as error:
+        except ValueError as error:
             raise InputError(args.config, str(error).split("\n", 1)[0]) from None
         provider = runtime.provider or ProviderProfile()
         window = provider.context_window or None
@@ -218,11 +212,18 @@ def cmd_review(args: argparse.Namespace) -> int:
         )
     except SessionLoadError as error:
         raise InputError(error.path, error.problem.removeprefix(f"{error.path}: ")) from None
+    except ValueError as error:
+        if args.dask is None or not str(error).startswith("dask: "):
+            raise
+        raise InputError("--dask", str(error).removeprefix("dask: ")) from None
     print(format_review(review, cache=cache))
     if args.html:
         from histtrim.review.report import write_report
 
-        write_report(args.html, review, settings, cache)
+        try:
+            write_report(args.html, review, settings, cache)
+        except OSError as error:
+            raise InputError(args.html, f"cannot write: {error.strerror or error}") from None
         print(f"report: {args.html}")
     return EXIT_OK
 
@@ -267,7 +268,11 @@ def add_review_command(commands: Any) -> None:
     review.add_argument(
         "--workers", type=positive, help=f"processes (default: every core, {os.cpu_count()})"
     )
-    review.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler")
+    review.add_argument(
+        "--dask", metavar="ADDRESS",
+        help="run on this Dask scheduler; it must be a cluster you trust (results come back "
+        "pickled, and unpickling runs whatever the scheduler sends)",
+    )
     review.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help=f"progress bar on stderr (default: from {PROGRESS_FROM} sessions on)",

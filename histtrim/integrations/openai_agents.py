@@ -29,6 +29,7 @@ from agents import Agent, Model, ModelResponse, RunConfig, Runner, RunResult, TR
 from agents.memory import Session, SessionABC
 from agents.run_config import CallModelData, ModelInputData
 
+from histtrim.carriers import image_marker
 from histtrim.counting import TokenCounter
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
@@ -177,7 +178,8 @@ def _text(content: Any, *, images: bool) -> str:
         elif part.get("type") == "refusal":
             pieces.append(str(part.get("refusal", "")))
         elif images and part.get("type") == "input_image":
-            pieces.append(f"[IMAGE:{part.get('image_url') or part.get('file_id') or 'file'}]")
+            target = part.get("image_url") or part.get("file_id") or "file"
+            pieces.append(image_marker(str(target)))
         else:
             pieces.append(_dumps(part))
     return "".join(pieces)

@@ -42,6 +42,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 
+from histtrim.carriers import image_marker
 from histtrim.counting import TokenCounter
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
@@ -197,9 +198,9 @@ def _user_text(content: Any) -> str:
         if isinstance(item, str):
             pieces.append(item)
         elif isinstance(item, ImageUrl):
-            pieces.append(f"[IMAGE:{item.url}]")
+            pieces.append(image_marker(item.url))
         elif isinstance(item, BinaryContent) and item.is_image:
-            pieces.append(f"[IMAGE:data:{item.media_type};base64,{item.identifier}]")
+            pieces.append(image_marker(f"data:{item.media_type};base64,{item.identifier}"))
         else:
             pieces.append(_dumps(item))
     return "".join(pieces)

@@ -258,7 +258,9 @@ def run_review(
     batch_size: int = 25,
 ) -> Review:
     """Replay every session under every policy: in this process (`workers=1`), on a process
-    pool over every core (the default), or on the Dask cluster at `dask` (an address).
+    pool over every core (the default), or on the Dask cluster at `dask` (an address). The
+    cluster must be one you trust: Dask sends the results back pickled, and unpickling runs
+    whatever the scheduler sends.
 
     A session given as a path is loaded by `loader` on the worker (the parent does no
     per-session work), so the workers must see the same files."""
@@ -298,7 +300,11 @@ def _on_dask(address: str, batches: list[Sequence[Task]]) -> Iterator[list[list[
         raise ValueError(
             "dask: the 'distributed' package is not installed (pip install 'histtrim[review]')"
         ) from None
-    with Client(address) as client:  # type: ignore[no-untyped-call]
+    try:
+        client = Client(address)  # type: ignore[no-untyped-call]
+    except OSError as error:
+        raise ValueError(f"dask: cannot connect to {address!r}: {error}") from None
+    with client:
         futures = client.map(replay_batch, batches, pure=False)
         for future in futures:
             yield future.result()

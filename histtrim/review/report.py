@@ -60,6 +60,12 @@ def per_session_table(review: Review, metrics: Sequence[str]) -> Table:
     return text_table(headers, rows)
 
 
+def plain_label(text: str) -> str:
+    """Text from sessions or policy files as matplotlib shows it literally: every `$` escaped,
+    so no file name is ever parsed as mathtext (`$\\frac$` made the report fail)."""
+    return text.replace("$", r"\$")
+
+
 def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
     """One panel per metric: a group of bars per session, one bar per policy."""
     from matplotlib.figure import Figure
@@ -73,14 +79,15 @@ def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Fi
         values = per_session(review, metric)
         for k, label in enumerate(review.labels):
             xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
-            bars = axes.bar(xs, values[label], width=width, label=label,
+            bars = axes.bar(xs, values[label], width=width, label=plain_label(label),
                             color=_POLICY_COLORS[k % len(_POLICY_COLORS)])
             # Each bar's value on it: a policy whose values are all 0 still shows its zeros.
             axes.bar_label(bars, fontsize=7, padding=1)
         axes.set_ylabel(METRICS[metric])
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         axes.margins(y=0.15)
-        axes.set_xticks(range(len(sessions)), sessions, rotation=30, ha="right", fontsize=8)
+        names = [plain_label(name) for name in sessions]
+        axes.set_xticks(range(len(sessions)), names, rotation=30, ha="right", fontsize=8)
     axes_list[-1].set_xlabel("session")
     figure.suptitle(title)
     # One legend for every panel, under the title: never over a bar.
@@ -99,7 +106,7 @@ def tokens_figure(review: Review) -> Figure:
     figure = Figure(figsize=(7, 3.6))
     axes = figure.subplots()
     data = [[t for r in review.by_policy(label) for t in r.true_tokens] for label in review.labels]
-    axes.boxplot(data, tick_labels=list(review.labels))
+    axes.boxplot(data, tick_labels=[plain_label(label) for label in review.labels])
     axes.set_xlabel("policy")
     axes.set_ylabel("tokens per provider call (true)")
     axes.set_title("Tokens sent per call")
@@ -122,8 +129,8 @@ def cost_context_figure(review: Review, models: Sequence[CacheModel]) -> Figure:
         (line,) = axes.plot(xs, ys, "-", linewidth=1, alpha=0.5)
         for k, (x, y, s) in enumerate(zip(xs, ys, summaries, strict=True)):
             axes.plot([x], [y], markers[k % len(markers)], color=line.get_color(),
-                      label=f"{model.name}: {s.label}")
-            axes.annotate(s.label, (x, y), textcoords="offset points", xytext=(5, 4),
+                      label=plain_label(f"{model.name}: {s.label}"))
+            axes.annotate(plain_label(s.label), (x, y), textcoords="offset points", xytext=(5, 4),
                           fontsize=8)
     axes.set_xlabel("history tokens sent per call, mean (context kept)")
     axes.set_ylabel("input cost relative to no cache")
