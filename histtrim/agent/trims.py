@@ -7,16 +7,10 @@ from __future__ import annotations
 from histtrim.agent.history import AgentHistory
 from histtrim.agent.ledger import TokenLedger
 from histtrim.agent.providers import ContextOverflowError
-from histtrim.counting import counter_name
-from histtrim.events import EventBus, HistoryTrimmed, TrimReason
+from histtrim.events import EventBus, HistoryTrimmed
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
-from histtrim.trim import (
-    TrimResult,
-    insert_breadcrumb,
-    trim_conversation_to_recent_turns,
-    trim_to_recent_turns,
-)
+from histtrim.visible import trim_structured
 
 UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
 
@@ -50,26 +44,15 @@ class AgentTrims:
         max_turns = self.runtime.max_history_turns
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
-        result = trim_conversation_to_recent_turns(
-            self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb
-        )
-        before = self._ledger.total
-        self._store.replace(insert_breadcrumb(result.history, crumb_present=False))
-        self._store.crumb = True
-        self._emit(
-            TrimReason.TURN_LIMIT,
-            result.dropped_messages,
-            result.kept_turns,
-            before,
-            self.runtime.effective_context_budget(),
-        )
+        budget = self.runtime.effective_context_budget()
+        self._visible_trim(max_turns=max_turns, budget_in_force=budget)
 
     def _proactive_trim(self) -> None:
         """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
         check on the ledger; only a needed trim looks at the rows."""
         budget = self.runtime.effective_context_budget()
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
-            self._token_trim(budget)
+            self._visible_trim(budget_tokens=budget)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
         """After a provider overflow: trim to two thirds of the estimate (the policy's
@@ -78,51 +61,28 @@ class AgentTrims:
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._token_trim(self.policy.reactive_tokens(self._ledger.total))
+        self._visible_trim(budget_tokens=self.policy.reactive_tokens(self._ledger.total))
 
-    def _token_trim(self, target: int) -> None:
-        """Whole-turn token trim of the working history (RUN-3), mirrored on the structured one.
-
-        A first drop trims the history as it will be sent, with the breadcrumb already in."""
-        working = self._ledger
-        counter = working.token_counter
-        result: TrimResult = trim_to_recent_turns(
-            working, target, crumb_present=self._store.crumb, token_counter=counter,
-            policy=self.policy,
-        )
-        if not result.trimmed:
-            return
-        if not self._store.crumb:
-            with_crumb = insert_breadcrumb(working, crumb_present=False)
-            result = trim_to_recent_turns(
-                with_crumb, target, crumb_present=True, token_counter=counter, policy=self.policy
-            )
-        before = working.total
-        structured = trim_conversation_to_recent_turns(
-            self._store.items, result.kept_turns, has_leading_breadcrumb=self._store.crumb
-        )
-        if structured.dropped_turns != result.dropped_turns:
-            raise AssertionError("the structured and working histories disagree about turns")
-        self._store.replace(insert_breadcrumb(structured.history, crumb_present=False))
-        self._store.crumb = True
-        self._emit(
-            TrimReason.TOKEN_BUDGET, result.dropped_messages, result.kept_turns, before, target
-        )
-
-    def _emit(
-        self, reason: TrimReason, dropped: int, kept_turns: int, before: int, budget: int
+    def _visible_trim(
+        self, *, max_turns: int | None = None, budget_tokens: int | None = None,
+        budget_in_force: int = 0,
     ) -> None:
-        """One drop, one event (SEEN-2..3): to the client transports and the observers."""
-        counter = self._ledger.token_counter
-        event = HistoryTrimmed(
-            reason=reason,
-            dropped_messages=dropped,
-            kept_turns=kept_turns,
-            tokens_before=before,
-            tokens_after=self._ledger.total,
-            budget=budget,
-            counter=None if counter is None else counter_name(counter),
+        """The visible trim (`trim_structured`) of the structured history, planned on the
+        ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
+        the event goes to the client transports and the observers (SEEN-2..3)."""
+        trim = trim_structured(
+            self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
+            budget_in_force=budget_in_force, crumb_present=self._store.crumb,
+            pricing=self._ledger.pricing,
         )
+        if trim.event is None:
+            return
+        self._store.replace(trim.history)
+        self._store.crumb = True
+        self._publish(trim.event)
+
+    def _publish(self, event: HistoryTrimmed) -> None:
+        """One drop, one event (SEEN-2..3): to the client transports and the observers."""
         self.events.append(event)
         self._pending.append(event)
         self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)

@@ -5,20 +5,18 @@ checks that the runner fails exactly those."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
-from histtrim import trim
+from histtrim import trim, visible
 from histtrim.agent import legacy
-from histtrim.agent import trims as agent_trims
 from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
-from histtrim.estimate import message_costs
-from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import SPEC
-from histtrim.trim import TrimResult, TurnCountTrimResult
-from histtrim.turns import index_turns
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import ChatMessage, conversation_rows
+from histtrim.trim import TurnCountTrimResult
+from histtrim.turns import TurnIndex, index_turns
 
 
 def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool = False) -> Any:
@@ -39,47 +37,39 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
 
 def _message_limit(self: AgentTrims) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
-    name = "trim_conversation_to_recent_turns"
-    saved = getattr(agent_trims, name)
-    setattr(agent_trims, name, _message_count)
-    try:
-        _APPLY_TURN_LIMIT(self)
-    finally:
-        setattr(agent_trims, name, saved)
+    max_turns = self.runtime.max_history_turns
+    if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
+        return
+    result = _message_count(self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb)
+    before = self._ledger.total
+    self._store.replace(trim.insert_breadcrumb(result.history, crumb_present=False))
+    self._store.crumb = True
+    self._publish(HistoryTrimmed(
+        reason=TrimReason.TURN_LIMIT, dropped_messages=result.dropped_messages,
+        kept_turns=result.kept_turns, tokens_before=before, tokens_after=self._ledger.total,
+        budget=self.runtime.effective_context_budget(),
+        counter=self._ledger.pricing.counter_name,
+    ))
 
 
-_APPLY_TURN_LIMIT = AgentTrims._apply_turn_limit
-
-
-def _strict_trim(
-    history: Any, budget_tokens: int, *, crumb_present: bool = False, **options: Any
-) -> TrimResult:
-    """The token trim, written from the public pieces, with `<` where the rule says `<=`
-    when it looks for the oldest turn to keep."""
-    rows = chat_rows(history)
-    index = index_turns(rows, crumb_present=crumb_present)
-    costs = message_costs(rows, index, policy=options.get("policy", SPEC))
-    total = sum(costs)
-    if budget_tokens == 0 or total <= budget_tokens or index.turn_count <= 1:
-        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget_tokens)
+def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
+    """`first_turn_within` with `<` where the rule says `<=` when it looks for the oldest
+    turn to keep."""
     sums = list(accumulate(costs, initial=0))
-    fixed = sums[index.body_start]
+    fixed, total = sums[index.body_start], sums[-1]
     first = 0
     while first < index.turn_count - 1 and not (
-        fixed + total - sums[index.turn_start(first)] < budget_tokens
+        fixed + total - sums[index.turn_start(first)] < budget
     ):
         first += 1
-    body, cut = index.body_start, index.turn_start(first)
-    kept, dropped = [*rows[:body], *rows[cut:]], list(rows[body:cut])
-    return TrimResult(kept, dropped, len(dropped), first, index.turn_count - first, total,
-                      fixed + total - sums[cut], budget_tokens)
+    return first, fixed + total - sums[index.turn_start(first)]
 
 
 def _half_reactive(self: AgentTrims, overflow: Exception) -> None:
     """The reactive retry trims to half of the estimate instead of two thirds."""
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
         raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-    self._token_trim(self._ledger.total // 2)
+    self._visible_trim(budget_tokens=self._ledger.total // 2)
 
 
 @dataclass(frozen=True)
@@ -121,8 +111,8 @@ BROKEN: dict[str, Broken] = {
     "lt-budget-fit": Broken(
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
-        lambda: [(trim, "trim_to_recent_turns", _strict_trim),
-                 (agent_trims, "trim_to_recent_turns", _strict_trim)],
+        lambda: [(trim, "first_turn_within", _strict_fit),
+                 (visible, "first_turn_within", _strict_fit)],
     ),
     "carrier-opens-turn": Broken(
         "a `[Tool results]` user row opens a new turn",

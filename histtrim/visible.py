@@ -1,0 +1,175 @@
+"""SEEN-1..2, LIMIT-1..2, KEEP-1, CAP-1: the visible trim, one mechanism for every caller.
+
+The agent, the adapters' record trims, the column rewrite and `histtrim trim` all plan their
+trims here: the turn limit, then the token budget (the runtime's order), each dropping the
+oldest whole turns; the first drop brings the breadcrumb right after the system prefix
+(SEEN-1), and since it is sent too it counts toward the budget; every drop is one
+`HistoryTrimmed` event (SEEN-2). The plan needs only a turn index and the rows' prices, so
+each caller applies the cut to what it holds (rows, records, a file's columns)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import TypeVar
+
+from histtrim._checks import non_negative
+from histtrim.counting import ESTIMATE, Pricing
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import ChatMessage, ConversationMessage
+from histtrim.trim import breadcrumb_message, first_turn_within, trim_conversation_to_recent_turns
+from histtrim.turns import TurnIndex, index_turns, is_system, leading_system_count
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class VisibleTrim:
+    """What a visible trim keeps of the indexed rows: the system prefix, the breadcrumb (the
+    input's, or one to insert) and the turns from `first` on; one event per drop."""
+
+    index: TurnIndex
+    first: int
+    """The first kept turn of `index` (0: nothing was dropped)."""
+    crumb_inserted: bool
+    tokens_before: int
+    tokens_after: int
+    """The kept rows' price, the inserted breadcrumb's included."""
+    events: tuple[HistoryTrimmed, ...]
+
+    @property
+    def trimmed(self) -> bool:
+        return bool(self.events)
+
+    @property
+    def crumb_present(self) -> bool:
+        """The breadcrumb flag of the output (pass it to the next trim)."""
+        return self.index.crumb is not None or self.crumb_inserted
+
+    @property
+    def cut(self) -> int:
+        """The first kept row after the prefix and breadcrumb (`body_start` when none dropped)."""
+        return self.index.turn_start(self.first)
+
+    @property
+    def turns_after(self) -> int:
+        return self.index.turn_count - self.first
+
+    def kept(self, rows: Sequence[T], crumb: T | None) -> list[T]:
+        """The kept items of `rows` (item k is row k of the index), with `crumb` inserted
+        after the system prefix when the trim brings the breadcrumb."""
+        body, inserted = self.index.body_start, [crumb] if self.crumb_inserted else []
+        return [*rows[:body], *(item for item in inserted if item is not None), *rows[self.cut :]]
+
+    def dropped(self, rows: Sequence[T]) -> list[T]:
+        return list(rows[self.index.body_start : self.cut])
+
+
+def plan_visible_trim(
+    index: TurnIndex,
+    costs: Sequence[int],
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    budget_in_force: int | None = None,
+    crumb_cost: int = 0,
+    breadcrumb: bool = True,
+    counter: str | None = None,
+) -> VisibleTrim:
+    """Plan the turn limit (`max_turns`, keeping the newest `max(max_turns, 1)` turns), then
+    the token budget (`budget_tokens`, 0 off; it runs only over budget with more than one turn
+    left), on the rows `index` describes and priced `costs`.
+
+    With `breadcrumb`, the first drop inserts one costing `crumb_cost` unless the index has
+    one. An event's `budget` is the budget trim's target, or for the turn limit
+    `budget_in_force` (default: `budget_tokens or 0`); `counter` names the prices' counter."""
+    limit = None if max_turns is None else non_negative("max_turns", max_turns)
+    target = None if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
+    sums = list(accumulate(costs, initial=0))
+    turns, body = index.turn_count, index.body_start
+    crumb = crumb_cost if breadcrumb and index.crumb is None else 0
+    insert = breadcrumb and index.crumb is None
+    first, added = 0, False
+    events: list[HistoryTrimmed] = []
+
+    def size(first: int) -> int:
+        return sums[body] + added * crumb + sums[-1] - sums[index.turn_start(first)]
+
+    def drop(to: int, reason: TrimReason, budget: int) -> None:
+        nonlocal first, added
+        before, dropped = size(first), index.turn_start(to) - index.turn_start(first)
+        first, added = to, insert
+        events.append(
+            HistoryTrimmed(
+                reason=reason,
+                dropped_messages=dropped,
+                kept_turns=turns - first,
+                tokens_before=before,
+                tokens_after=size(first),
+                budget=budget,
+                counter=counter,
+            )
+        )
+
+    if limit is not None and turns - max(limit, 1) > 0:
+        in_force = (target or 0) if budget_in_force is None else budget_in_force
+        drop(turns - max(limit, 1), TrimReason.TURN_LIMIT, in_force)
+    if target and size(first) > target and turns - first > 1:
+        fits, _ = first_turn_within(index, costs, target - crumb)  # the crumb is sent too
+        drop(max(fits, first), TrimReason.TOKEN_BUDGET, target)
+    return VisibleTrim(index, first, added, sums[-1], size(first), tuple(events))
+
+
+@dataclass(frozen=True)
+class StructuredTrim:
+    """A visible trim of a structured history: the kept items (breadcrumb inserted) and the
+    event, None when nothing was dropped."""
+
+    history: list[ConversationMessage]
+    event: HistoryTrimmed | None
+
+
+def trim_structured(
+    items: Sequence[ConversationMessage],
+    rows: Sequence[ChatMessage],
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    budget_in_force: int = 0,
+    crumb_present: bool = False,
+    pricing: Pricing = ESTIMATE,
+) -> StructuredTrim:
+    """The visible trim of a structured history (`Agent.history`, a structured session),
+    planned on `rows`, its provider-facing rows (the system prompt's in front, if any).
+
+    The structured cut (`trim_conversation_to_recent_turns`) keeps every system item, moved
+    to the front, then the breadcrumb. A turn-limit event counts the structured items dropped
+    (LIMIT-1 trims the structured history), a token-budget event the rows dropped (RUN-3
+    trims the provider-facing ones); both report the kept history's price."""
+    index = index_turns(rows, crumb_present=crumb_present)
+    crumb_row = breadcrumb_message()
+    costs, crumb_cost = pricing.costs(rows, index), pricing.plain(crumb_row)
+    plan = plan_visible_trim(
+        index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
+        budget_in_force=budget_in_force, crumb_cost=crumb_cost, counter=pricing.counter_name,
+    )
+    if not plan.trimmed:
+        return StructuredTrim(list(items), None)
+    structured = trim_conversation_to_recent_turns(
+        items, plan.turns_after, has_leading_breadcrumb=crumb_present
+    )
+    if structured.dropped_turns != plan.first:
+        raise AssertionError("the structured and provider-facing histories disagree about turns")
+    kept = structured.history
+    at = leading_system_count(kept)
+    kept.insert(at, crumb_row)
+    cut = range(index.body_start, plan.cut)
+    moved = sum(costs[i] for i in cut if is_system(rows[i]))  # kept, at the front
+    if index.crumb is not None:  # the input's breadcrumb (any text) is replaced by ours
+        moved += crumb_cost - costs[index.crumb]
+    (event,) = plan.events
+    update: dict[str, int] = {"tokens_after": plan.tokens_after + moved}
+    if event.reason is TrimReason.TURN_LIMIT:
+        update["dropped_messages"] = structured.dropped_messages
+    return StructuredTrim(kept, event.model_copy(update=update))
