@@ -12,8 +12,7 @@ from itertools import accumulate
 from typing import Any, Generic, TypeVar, cast
 
 from histtrim._checks import non_negative
-from histtrim.counting import TokenCounter, counted_costs, counter_name
-from histtrim.estimate import message_costs
+from histtrim.counting import Pricing, TokenCounter
 from histtrim.messages import (
     BREADCRUMB,
     ChatMessage,
@@ -128,11 +127,8 @@ def trim_to_recent_turns(
     budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    if token_counter is None:
-        costs, counter = message_costs(rows, index, policy=policy), None
-    else:
-        costs = counted_costs(rows, token_counter, index, policy=policy)
-        counter = counter_name(token_counter)
+    prices = Pricing(policy, token_counter)
+    costs, counter = prices.costs(rows, index), prices.counter_name
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget, counter)

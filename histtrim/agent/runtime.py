@@ -26,8 +26,7 @@ from histtrim.agent.legacy import (
 from histtrim.agent.providers import ContextOverflowError, Provider, ProviderReply
 from histtrim.agent.tools import Tool, _Toolbox
 from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
-from histtrim.counting import TokenCounter, counted_plain_cost
-from histtrim.estimate import estimate_history_tokens
+from histtrim.counting import TokenCounter
 from histtrim.events import EventBus, HistoryTrimmed
 from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessage, ToolResults
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
@@ -261,13 +260,7 @@ class Agent(AgentTrims, AgentDispatch):
         price of the rows before it)."""
         self._proactive_trim()
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
-        counter = self.token_counter
-        extra = (
-            estimate_history_tokens((prompt,), policy=self.policy)
-            if counter is None
-            else counted_plain_cost(prompt, counter, policy=self.policy)
-        )
-        history = self._ledger.total + extra
+        history = self._ledger.total + self._ledger.pricing.total([prompt])
         request = [*self._ledger, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
