@@ -151,7 +151,7 @@ def trim_to_recent_turn_count(
     history: Iterable[ChatMessage | Mapping[str, Any]],
     max_turns: int,
     *,
-    has_leading_breadcrumb: bool = False,
+    crumb_present: bool = False,
 ) -> TurnCountTrimResult[ChatMessage]:
     """Keep the newest `max(max_turns, 1)` turns of a provider-facing history.
 
@@ -159,7 +159,7 @@ def trim_to_recent_turn_count(
     with its turn."""
     limit = non_negative("max_turns", max_turns)
     rows = chat_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     drop = index.turn_count - max(limit, 1)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
@@ -171,7 +171,7 @@ def trim_conversation_to_recent_turns(
     history: Iterable[ConversationMessage | Mapping[str, Any]],
     max_turns: int,
     *,
-    has_leading_breadcrumb: bool = False,
+    crumb_present: bool = False,
 ) -> TurnCountTrimResult[ConversationMessage]:
     """Keep the newest `max(max_turns, 1)` turns of the structured `Agent.history`.
 
@@ -179,7 +179,7 @@ def trim_conversation_to_recent_turns(
     breadcrumb is dropped (its owner re-inserts it); neither counts as a dropped message."""
     limit = non_negative("max_turns", max_turns)
     rows = conversation_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     drop = index.turn_count - max(limit, 1)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)

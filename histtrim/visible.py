@@ -157,7 +157,7 @@ def trim_structured(
     if not plan.trimmed:
         return StructuredTrim(list(items), None)
     structured = trim_conversation_to_recent_turns(
-        items, plan.turns_after, has_leading_breadcrumb=crumb_present
+        items, plan.turns_after, crumb_present=crumb_present
     )
     if structured.dropped_turns != plan.first:
         raise AssertionError("the structured and provider-facing histories disagree about turns")

@@ -51,7 +51,7 @@ def legacy_run(
     profile = runtime.profile
     toolbox = _Toolbox(tools, runtime.policy)
     rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, runtime.max_history_turns)
+    trimmed = trim_to_recent_turn_count(rows, runtime.max_turns)
     if trimmed.trimmed:
         log.info(
             "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",
@@ -59,7 +59,7 @@ def legacy_run(
             trimmed.dropped_turns,
             trimmed.dropped_messages,
             trimmed.kept_turns,
-            runtime.max_history_turns,
+            runtime.max_turns,
         )
     rows = trimmed.history
     calls = 0

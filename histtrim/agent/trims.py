@@ -41,7 +41,7 @@ class AgentTrims:
         """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
 
         The ledger counts the turns (O(1)); only an excess runs the trim."""
-        max_turns = self.runtime.max_history_turns
+        max_turns = self.runtime.max_turns
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
         budget = self.runtime.effective_context_budget()

@@ -72,7 +72,7 @@ def _limits(args: argparse.Namespace) -> _Limits:
         return _Limits(args.max_turns, args.budget, pricing=prices)
     runtime = load_route(args)
     return _Limits(
-        runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime, prices
+        runtime.profile.max_turns(), runtime.effective_context_budget(), runtime, prices
     )
 
 

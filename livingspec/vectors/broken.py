@@ -19,10 +19,10 @@ from histtrim.trim import TurnCountTrimResult
 from histtrim.turns import TurnIndex, index_turns
 
 
-def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool = False) -> Any:
+def _message_count(history: Any, max_turns: int, *, crumb_present: bool = False) -> Any:
     """Keeps the newest `max_turns` *messages* (rows), not turns."""
     rows = conversation_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     limit, body = max(max_turns, 1), index.body_start
     if len(rows) - body <= limit:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, max_turns)
@@ -37,10 +37,10 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
 
 def _message_limit(self: AgentTrims) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
-    max_turns = self.runtime.max_history_turns
+    max_turns = self.runtime.max_turns
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
         return
-    result = _message_count(self._store.items, max_turns, has_leading_breadcrumb=self._store.crumb)
+    result = _message_count(self._store.items, max_turns, crumb_present=self._store.crumb)
     before = self._ledger.total
     self._store.replace(trim.insert_breadcrumb(result.history, crumb_present=False))
     self._store.crumb = True
