@@ -12,10 +12,12 @@ from typing import Any
 
 from histtrim import trim, visible
 from histtrim.agent import legacy
-from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
+from histtrim.agent.runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
+from histtrim.estimate import message_costs
 from histtrim.events import HistoryTrimmed, TrimReason
-from histtrim.messages import ChatMessage, conversation_rows
-from histtrim.trim import TurnCountTrimResult
+from histtrim.messages import ChatMessage, chat_rows, conversation_rows
+from histtrim.policy import SPEC
+from histtrim.trim import TrimResult, TurnCountTrimResult
 from histtrim.turns import TurnIndex, index_turns
 
 
@@ -35,7 +37,7 @@ def _message_count(history: Any, max_turns: int, *, crumb_present: bool = False)
     )
 
 
-def _message_limit(self: AgentTrims) -> None:
+def _message_limit(self: Agent) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
     max_turns = self.runtime.max_turns
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
@@ -65,7 +67,31 @@ def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[in
     return first, fixed + total - sums[index.turn_start(first)]
 
 
-def _half_reactive(self: AgentTrims, overflow: Exception) -> None:
+def _strict_trim(
+    history: Any, budget_tokens: int, *, crumb_present: bool = False, **options: Any
+) -> TrimResult:
+    """The token trim, written from the public pieces, with `<` where the rule says `<=`
+    when it looks for the oldest turn to keep."""
+    rows = chat_rows(history)
+    index = index_turns(rows, crumb_present=crumb_present)
+    costs = message_costs(rows, index, policy=options.get("policy", SPEC))
+    total = sum(costs)
+    if budget_tokens == 0 or total <= budget_tokens or index.turn_count <= 1:
+        return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget_tokens)
+    sums = list(accumulate(costs, initial=0))
+    fixed = sums[index.body_start]
+    first = 0
+    while first < index.turn_count - 1 and not (
+        fixed + total - sums[index.turn_start(first)] < budget_tokens
+    ):
+        first += 1
+    body, cut = index.body_start, index.turn_start(first)
+    kept, dropped = [*rows[:body], *rows[cut:]], list(rows[body:cut])
+    return TrimResult(kept, dropped, len(dropped), first, index.turn_count - first, total,
+                      fixed + total - sums[cut], budget_tokens)
+
+
+def _half_reactive(self: Agent, overflow: Exception) -> None:
     """The reactive retry trims to half of the estimate instead of two thirds."""
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
         raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
@@ -105,13 +131,13 @@ BROKEN: dict[str, Broken] = {
             (trim, "trim_to_recent_turn_count", _message_count),
             (trim, "trim_conversation_to_recent_turns", _message_count),
             (legacy, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
-            (AgentTrims, "_apply_turn_limit", _message_limit),
+            (Agent, "_apply_turn_limit", _message_limit),
         ],
     ),
     "lt-budget-fit": Broken(
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
-        lambda: [(trim, "first_turn_within", _strict_fit),
+        lambda: [(trim, "trim_to_recent_turns", _strict_trim),
                  (visible, "first_turn_within", _strict_fit)],
     ),
     "carrier-opens-turn": Broken(
@@ -125,7 +151,7 @@ BROKEN: dict[str, Broken] = {
             "RUN-2": "the retry drops more turns than two thirds needs",
             "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
         },
-        lambda: [(AgentTrims, "_reactive_trim", _half_reactive)],
+        lambda: [(Agent, "_reactive_trim", _half_reactive)],
     ),
 }
 
