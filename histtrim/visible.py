@@ -18,8 +18,13 @@ from histtrim._checks import non_negative
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage, ConversationMessage
-from histtrim.trim import breadcrumb_message, first_turn_within, trim_conversation_to_recent_turns
-from histtrim.turns import TurnIndex, index_turns, is_system, leading_system_count
+from histtrim.trim import (
+    breadcrumb_message,
+    first_turn_within,
+    insert_breadcrumb,
+    trim_conversation_to_recent_turns,
+)
+from histtrim.turns import TurnIndex, index_turns
 
 T = TypeVar("T")
 
@@ -59,8 +64,8 @@ class VisibleTrim:
     def kept(self, rows: Sequence[T], crumb: T | None) -> list[T]:
         """The kept items of `rows` (item k is row k of the index), with `crumb` inserted
         after the system prefix when the trim brings the breadcrumb."""
-        body, inserted = self.index.body_start, [crumb] if self.crumb_inserted else []
-        return [*rows[:body], *(item for item in inserted if item is not None), *rows[self.cut :]]
+        inserted = [crumb] if self.crumb_inserted and crumb is not None else []
+        return [*rows[: self.index.body_start], *inserted, *rows[self.cut :]]
 
     def dropped(self, rows: Sequence[T]) -> list[T]:
         return list(rows[self.index.body_start : self.cut])
@@ -123,11 +128,23 @@ def plan_visible_trim(
 
 @dataclass(frozen=True)
 class StructuredTrim:
-    """A visible trim of a structured history: the kept items (breadcrumb inserted) and the
-    event, None when nothing was dropped."""
+    """A visible trim of a structured history: the plan, the kept items (the breadcrumb
+    inserted once something was dropped) and how many items were dropped."""
 
+    plan: VisibleTrim
     history: list[ConversationMessage]
-    event: HistoryTrimmed | None
+    dropped_items: int
+
+    def event(self, tokens_after: int) -> HistoryTrimmed:
+        """The drop's event (SEEN-2), with `tokens_after` the price of the kept history as its
+        owner sends it: the structured cut keeps every system item, so the owner prices what
+        it kept. A turn-limit event counts the items dropped (LIMIT-1 trims the structured
+        history), a token-budget event the rows (RUN-3 trims those)."""
+        (event,) = self.plan.events  # one limit, one drop
+        update = {"tokens_after": tokens_after}
+        if event.reason is TrimReason.TURN_LIMIT:
+            update["dropped_messages"] = self.dropped_items
+        return event.model_copy(update=update)
 
 
 def trim_structured(
@@ -141,35 +158,23 @@ def trim_structured(
     pricing: Pricing = ESTIMATE,
 ) -> StructuredTrim:
     """The visible trim of a structured history (`Agent.history`, a structured session),
-    planned on `rows`, its provider-facing rows (the system prompt's in front, if any).
-
-    The structured cut (`trim_conversation_to_recent_turns`) keeps every system item, moved
-    to the front, then the breadcrumb. A turn-limit event counts the structured items dropped
-    (LIMIT-1 trims the structured history), a token-budget event the rows dropped (RUN-3
-    trims the provider-facing ones); both report the kept history's price."""
+    planned on `rows`, its provider-facing rows (the system prompt's in front, if any): the
+    structured cut (`trim_conversation_to_recent_turns`) keeps every system item, moved to
+    the front, then the breadcrumb (SEEN-1)."""
     index = index_turns(rows, crumb_present=crumb_present)
-    crumb_row = breadcrumb_message()
-    costs, crumb_cost = pricing.costs(rows, index), pricing.plain(crumb_row)
+    searched = budget_tokens is not None and index.crumb is None  # the crumb to fit in
     plan = plan_visible_trim(
-        index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
-        budget_in_force=budget_in_force, crumb_cost=crumb_cost, counter=pricing.counter_name,
+        index, pricing.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
+        budget_in_force=budget_in_force,
+        crumb_cost=pricing.plain(breadcrumb_message()) if searched else 0,
+        counter=pricing.counter_name,
     )
     if not plan.trimmed:
-        return StructuredTrim(list(items), None)
+        return StructuredTrim(plan, list(items), 0)
     structured = trim_conversation_to_recent_turns(
         items, plan.turns_after, crumb_present=crumb_present
     )
     if structured.dropped_turns != plan.first:
         raise AssertionError("the structured and provider-facing histories disagree about turns")
-    kept = structured.history
-    at = leading_system_count(kept)
-    kept.insert(at, crumb_row)
-    cut = range(index.body_start, plan.cut)
-    moved = sum(costs[i] for i in cut if is_system(rows[i]))  # kept, at the front
-    if index.crumb is not None:  # the input's breadcrumb (any text) is replaced by ours
-        moved += crumb_cost - costs[index.crumb]
-    (event,) = plan.events
-    update: dict[str, int] = {"tokens_after": plan.tokens_after + moved}
-    if event.reason is TrimReason.TURN_LIMIT:
-        update["dropped_messages"] = structured.dropped_messages
-    return StructuredTrim(kept, event.model_copy(update=update))
+    kept = insert_breadcrumb(structured.history, crumb_present=False)
+    return StructuredTrim(plan, kept, structured.dropped_messages)

@@ -321,11 +321,11 @@ class Agent:
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
             pricing=self._ledger.pricing,
         )
-        if trim.event is None:
+        if not trim.plan.trimmed:
             return
         self._store.replace(trim.history)
         self._store.crumb = True
-        self._publish(trim.event)
+        self._publish(trim.event(tokens_after=self._ledger.total))
 
     def _publish(self, event: HistoryTrimmed) -> None:
         """One drop, one event (SEEN-2..3): to the client transports and the observers."""

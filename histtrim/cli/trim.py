@@ -128,11 +128,13 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
         items, rows, max_turns=limits.max_turns, budget_in_force=limits.budget or 0,
         crumb_present=crumb, pricing=limits.pricing,
     )
-    if trim.event is None:
+    if not trim.plan.trimmed:
         return outcome
-    outcome.events.append(trim.event)
+    after = limits.pricing.total(to_chat_messages(trim.history))
+    event = trim.event(tokens_after=after)
+    outcome.events.append(event)
     outcome.records = [item.model_dump(mode="json") for item in trim.history]
-    outcome.turns, outcome.tokens = trim.event.kept_turns, trim.event.tokens_after
+    outcome.turns, outcome.tokens = event.kept_turns, after
     return outcome
 
 
