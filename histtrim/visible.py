@@ -9,7 +9,7 @@ each caller applies the cut to what it holds (rows, records, a file's columns)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import TypeVar
@@ -78,7 +78,7 @@ def plan_visible_trim(
     max_turns: int | None = None,
     budget_tokens: int | None = None,
     budget_in_force: int | None = None,
-    crumb_cost: int = 0,
+    crumb_cost: int | Callable[[], int] = 0,
     breadcrumb: bool = True,
     counter: str | None = None,
 ) -> VisibleTrim:
@@ -87,19 +87,26 @@ def plan_visible_trim(
     left), on the rows `index` describes and priced `costs`.
 
     With `breadcrumb`, the first drop inserts one costing `crumb_cost` unless the index has
-    one. An event's `budget` is the budget trim's target, or for the turn limit
+    one; a callable is asked once, only when a drop brings the breadcrumb in (a counter may
+    be slow or paid). An event's `budget` is the budget trim's target, or for the turn limit
     `budget_in_force` (default: `budget_tokens or 0`); `counter` names the prices' counter."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     target = None if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     sums = list(accumulate(costs, initial=0))
     turns, body = index.turn_count, index.body_start
-    crumb = crumb_cost if breadcrumb and index.crumb is None else 0
     insert = breadcrumb and index.crumb is None
-    first, added = 0, False
+    first, added, crumb = 0, False, None
     events: list[HistoryTrimmed] = []
 
+    def crumb_price() -> int:
+        nonlocal crumb
+        if crumb is None:
+            crumb = (crumb_cost() if callable(crumb_cost) else crumb_cost) if insert else 0
+        return crumb
+
     def size(first: int) -> int:
-        return sums[body] + added * crumb + sums[-1] - sums[index.turn_start(first)]
+        inserted = crumb_price() if added else 0
+        return sums[body] + inserted + sums[-1] - sums[index.turn_start(first)]
 
     def drop(to: int, reason: TrimReason, budget: int) -> None:
         nonlocal first, added
@@ -121,7 +128,7 @@ def plan_visible_trim(
         in_force = (target or 0) if budget_in_force is None else budget_in_force
         drop(turns - max(limit, 1), TrimReason.TURN_LIMIT, in_force)
     if target and size(first) > target and turns - first > 1:
-        fits, _ = first_turn_within(index, costs, target - crumb)  # the crumb is sent too
+        fits, _ = first_turn_within(index, costs, target - crumb_price())  # it is sent too
         drop(max(fits, first), TrimReason.TOKEN_BUDGET, target)
     return VisibleTrim(index, first, added, sums[-1], size(first), tuple(events))
 
@@ -166,7 +173,7 @@ def trim_structured(
     plan = plan_visible_trim(
         index, pricing.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
         budget_in_force=budget_in_force,
-        crumb_cost=pricing.plain(breadcrumb_message()) if searched else 0,
+        crumb_cost=(lambda: pricing.plain(breadcrumb_message())) if searched else 0,
         counter=pricing.counter_name,
     )
     if not plan.trimmed:

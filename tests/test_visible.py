@@ -106,3 +106,24 @@ def test_seen_2_the_agent_reports_its_history_after_moving_system_rows() -> None
     assert [row.content for row in bot.history[:2]] == ["remember the refund policy",
                                                         BREADCRUMB]
     assert Pricing().total(sent) == event.tokens_after
+
+
+def test_seen_1_a_counter_prices_the_breadcrumb_only_when_a_drop_brings_it() -> None:
+    """A trim that drops nothing never asks the counter about the breadcrumb; one that drops
+    asks once (a counter may be slow or paid)."""
+    asked: list[str] = []
+
+    def words(row: ChatMessage) -> int:
+        asked.append(row.content)
+        return len(row.content.split())
+
+    rows = _history(3)
+    records = [row.model_dump(mode="json") for row in rows]
+    crumb = {"role": "user", "content": BREADCRUMB}
+    trim_records(records, rows, max_turns=3, breadcrumb_record=crumb, token_counter=words)
+    trim_records(records, rows, budget_tokens=10_000, breadcrumb_record=crumb,
+                 token_counter=words)
+    assert BREADCRUMB not in asked
+    trimmed = trim_records(records, rows, max_turns=1, breadcrumb_record=crumb,
+                           token_counter=words)
+    assert trimmed.crumb_inserted and asked.count(BREADCRUMB) == 1

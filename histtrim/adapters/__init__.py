@@ -88,7 +88,7 @@ def trim_records(
     counter = prices.counter_name
     plan = plan_visible_trim(
         index, prices.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
-        budget_in_force=budget_in_force, crumb_cost=prices.plain(crumb_row),
+        budget_in_force=budget_in_force, crumb_cost=lambda: prices.plain(crumb_row),
         breadcrumb=breadcrumb_record is not None, counter=counter,
     )
     kept_rows = plan.kept(rows, crumb_row)

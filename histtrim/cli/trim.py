@@ -95,7 +95,7 @@ def _trim_rows(
     prices = limits.pricing
     plan = plan_visible_trim(
         index, prices.costs(rows, index), max_turns=limits.max_turns,
-        budget_tokens=limits.budget or 0, crumb_cost=prices.plain(breadcrumb_message()),
+        budget_tokens=limits.budget or 0, crumb_cost=lambda: prices.plain(breadcrumb_message()),
         counter=prices.counter_name,
     )
     outcome = _Outcome(
