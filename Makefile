@@ -37,17 +37,17 @@ $(BIN)/python:
 $(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
 	@$(BIN)/python -m pip install -qq -U pip
-	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review]"
+	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents]"
 	@$(BIN)/python -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 
 install: $(INSTALLED)
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check histtrim livingspec tests bench tools docs conftest.py
+	$(BIN)/ruff check histtrim livingspec tests bench tools docs conformance conftest.py
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy histtrim livingspec
+	$(BIN)/mypy histtrim livingspec conformance/example/shim.py
 
 # Unit/property tests and strict nbval of every notebook, in one run.
 # --dist loadscope keeps each notebook in a single kernel. The outcome (counts, commit) goes

@@ -10,7 +10,8 @@ start and the imports count. Goals: `trim` and `estimate` within 3x the time of 
 baseline, and a peak RSS at most 4x the file size.
 
 Run: `python bench/cli_scaling.py` (`--rows 100000` for a short run; `--current-cli` also
-times the `histtrim trim` / `histtrim estimate` commands themselves).
+times the `histtrim trim` / `histtrim estimate` commands themselves; `--layout array` writes
+the same messages as one JSON array, the baseline then parsing the whole array).
 """
 
 from __future__ import annotations
@@ -61,11 +62,22 @@ def write_history(path: Path, rows: int) -> None:
 
 
 def task_json(path: str) -> None:
-    """The baseline: parse every line with the standard json module (nothing kept)."""
+    """The baseline: parse every line with the standard json module (nothing kept), or the
+    whole array."""
+    if path.endswith(".json"):
+        json.loads(Path(path).read_bytes())
+        return
     with open(path, encoding="utf-8") as lines:
         for line in lines:
             if line.strip():
                 json.loads(line)
+
+
+def as_array(source: Path, target: Path) -> None:
+    """The JSON Lines file's messages as one JSON array, one message a line."""
+    lines = [line for line in source.read_text(encoding="utf-8").split("\n") if line]
+    target.write_text("[\n" + ",\n".join(lines) + "\n]\n", encoding="utf-8")
+    source.unlink()
 
 
 def task_trim(path: str, out: str) -> None:
@@ -113,6 +125,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per task (best is kept)")
     parser.add_argument("--current-cli", action="store_true",
                         help="also time the `histtrim trim` / `estimate` commands")
+    parser.add_argument("--layout", choices=["jsonl", "array"], default="jsonl")
     parser.add_argument("--task", choices=list(TASKS), help=argparse.SUPPRESS)
     parser.add_argument("args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -123,6 +136,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         source, output = Path(tmp, "history.jsonl"), Path(tmp, "trimmed.jsonl")
         write_history(source, args.rows)
+        if args.layout == "array":
+            source, output = Path(tmp, "history.json"), Path(tmp, "trimmed.json")
+            as_array(Path(tmp, "history.jsonl"), source)
         size = source.stat().st_size / 2**20
         me = [sys.executable, __file__, "--task"]
         commands = {
@@ -136,7 +152,8 @@ def main() -> None:
             commands["histtrim trim (CLI)"] = [
                 *cli, "trim", str(source), budget, str(10**6), "-o", str(output)]
             commands["histtrim estimate (CLI)"] = [*cli, "estimate", str(source)]
-        print(f"{args.rows:,} OpenAI messages, {size:.1f} MB of JSON Lines; CPU seconds (user + "
+        kind = "a JSON array" if args.layout == "array" else "JSON Lines"
+        print(f"{args.rows:,} OpenAI messages, {size:.1f} MB of {kind}; CPU seconds (user + "
               f"system) and peak RSS of a fresh process, best of {args.repeats}\n")
         results: dict[str, tuple[float, float]] = {}
         for name, command in commands.items():

@@ -36,7 +36,9 @@ exclude_patterns = [
 
 # Notebooks: committed outputs only, never executed; errors in outputs are shown, not raised.
 nb_execution_mode = "off"
-nb_merge_streams = True
+# Outputs in the order the cell produced them: merging streams would move every printed label
+# above all of a cell's tables (tools/build_site.py drops blank stream outputs instead).
+nb_merge_streams = False
 nb_number_source_lines = False
 myst_enable_extensions = ["colon_fence", "deflist", "substitution", "attrs_inline"]
 myst_heading_anchors = 3
@@ -69,6 +71,7 @@ html_title = "histtrim · the living spec"
 html_static_path = ["_static"]
 html_favicon = "_static/favicon.svg"
 html_css_files = ["site.css"]
+html_js_files = ["rules.js", "site.js"]  # rules.js: written by tools/build_site.py
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = True  # the search index's snippets

@@ -1,12 +1,15 @@
 """Whole-file writes and config documents: the two ways histtrim touches files.
 
-A write replaces the file in one step (a temporary file beside it, flushed and fsynced, then
-`os.replace`): readers see the old file or the new one, never half of either, and a failure
-leaves the original untouched and no temporary behind."""
+A write replaces a regular file in one step (a temporary file beside it, flushed and fsynced,
+then `os.replace`): readers see the old file or the new one, never half of either, and a
+failure leaves the original untouched and no temporary behind. What is not a regular file (a
+character device such as `/dev/null`, a FIFO, `/dev/stdout` into a pipe) is never replaced:
+it is written to directly. A directory, or a symlink loop, is an `OSError` naming why."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -19,28 +22,53 @@ DocumentFormat = Literal["toml", "json"]
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step; an existing file keeps its permissions, a new
-    one gets the usual ones (0o666 less the umask)."""
-    target = path.resolve() if path.is_symlink() else path
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(target.stat().st_mode)
-    if mode is None:
+    """Replace `path` with `data` in one step; an existing file keeps its permissions and,
+    when the writer may set them, its owner and group; a new one gets the usual permissions
+    (0o666 less the umask). A target that is not a regular file is written in place."""
+    try:
+        existing: os.stat_result | None = os.stat(path)  # follows symlinks (a loop: ELOOP)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and stat.S_ISDIR(existing.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(path, "wb") as file:  # a device or a pipe: replacing it would destroy it
+            file.write(data)
+        return
+    target = Path(os.path.realpath(path))
+    if existing is None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    else:
+        mode = stat.S_IMODE(existing.st_mode)
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
             file.flush()
             os.fsync(file.fileno())
+        if existing is not None:
+            _keep_owner(temp, existing)
         os.chmod(temp, mode)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _keep_owner(temp: str, existing: os.stat_result) -> None:
+    """Give the new file the old one's owner and group, as far as the writer may (root can
+    set both, an owner a group it belongs to; otherwise the writer's own stay)."""
+    made = os.stat(temp)
+    if (made.st_uid, made.st_gid) == (existing.st_uid, existing.st_gid):
+        return
+    try:
+        os.chown(temp, existing.st_uid, existing.st_gid)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.chown(temp, -1, existing.st_gid)
 
 
 def read_document(path: str | Path) -> tuple[str, DocumentFormat]:
@@ -54,5 +82,9 @@ def read_document(path: str | Path) -> tuple[str, DocumentFormat]:
 
 
 def parse_document(text: str, format: DocumentFormat) -> Any:
-    """A TOML or JSON config document as plain data (JSON may carry NaN/Infinity ratios)."""
-    return tomllib.loads(text) if format == "toml" else json.loads(text)
+    """A TOML or JSON config document as plain data (JSON may carry NaN/Infinity ratios);
+    a document nested past the parser's recursion limit is a ValueError."""
+    try:
+        return tomllib.loads(text) if format == "toml" else json.loads(text)
+    except RecursionError:
+        raise ValueError("the document is nested too deeply") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,42 +23,103 @@ from histtrim.messages import (
     ToolResults,
 )
 
-IMAGE_MARKER = re.compile(r"\[IMAGE:([^\]]*)\]")
+MARKER_OPEN, MARKER_CLOSE = "[IMAGE:", "]"
 ATTACHMENTS_HEADER = re.compile(r"\[Tool attachments: (\d+)\]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
 _TARGET_SPACE = " \t\r\n"
 """Only ASCII space, tab, CR and LF are trimmed around a target (as the reference does)."""
-_WRAPPED = re.compile(r"\n[ \t\r\n]*")
+_UNC_SEPARATOR = re.compile(r"[\\/]")
+_WRAPPED = re.compile(r"[\n\r][ \t\r\n]*")
 
 
 def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
     After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
-    drive (``C:\``, ``C:/``), or is a UNC path ``\\server\share`` with a non-empty server and
-    share (the ``\\?\`` and ``\\.\`` device prefixes are not loadable)."""
+    drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that does not
+    start with `?` or `.` and that splits at its first ``\`` or `/` into a non-empty server
+    and a non-empty share (everything after that separator)."""
     target = target.strip(_TARGET_SPACE)
     if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
         return True
     if not target.startswith("\\\\"):
         return False
-    server, _, rest = target[2:].partition("\\")
-    share = rest.partition("\\")[0]
-    return bool(server) and bool(share) and server not in ("?", ".")
+    rest = target[2:]
+    if rest.startswith(("?", ".")):
+        return False
+    separator = _UNC_SEPARATOR.search(rest)
+    return separator is not None and 0 < separator.start() < len(rest) - 1
 
 
-def marker_image(payload: str) -> str | None:
-    """The image a marker `[IMAGE:<payload>]` dispatches, or None when it is plain text.
+def image_target(target: str) -> str | None:
+    """The image a target (a marker's payload, or a declared attachment's) dispatches, or
+    None when it is plain text.
 
-    A payload wrapped across lines is re-joined first (each newline and the whitespace
-    after it removed), then trimmed and tested like any target."""
-    target = _WRAPPED.sub("", payload) if "\n" in payload else payload
+    A target wrapped across lines is re-joined first (each `\\n` or `\\r` and the
+    whitespace after it removed), then trimmed and tested (EST-2, EST-3)."""
+    if "\n" in target or "\r" in target:
+        target = _WRAPPED.sub("", target)
     return target.strip(_TARGET_SPACE) if is_loadable_target(target) else None
 
 
+def marker_image(payload: str) -> str | None:
+    """The image a marker `[IMAGE:<payload>]` dispatches, or None when it is plain text."""
+    return image_target(payload)
+
+
+def marker_problem(target: str) -> str | None:
+    """Why an `[IMAGE:...]` marker cannot carry `target`, or None when it can: a `]` would
+    end the marker early (the rest read as text or as more markers) and a line break is
+    re-joined by the marker reader and splits a `[Tool results]` carrier's lines."""
+    if MARKER_CLOSE in target:
+        return "contains ']', which would end its [IMAGE:...] marker early"
+    if "\n" in target:
+        return "contains a line break, which an [IMAGE:...] marker cannot carry"
+    return None
+
+
 def image_marker(target: str) -> str:
-    return f"[IMAGE:{target}]"
+    """The marker that carries `target`; ValueError when no marker can (`marker_problem`),
+    so a target is never re-read as another one, or as several."""
+    problem = marker_problem(target)
+    if problem is not None:
+        shown = target if len(target) <= 80 else target[:77] + "..."
+        raise ValueError(f"image target {shown!r} {problem}")
+    return f"{MARKER_OPEN}{target}{MARKER_CLOSE}"
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One `[IMAGE:<payload>]` in a text: `text[start:end]` is the whole marker."""
+
+    start: int
+    end: int
+    payload: str
+
+
+def image_markers(text: str) -> Iterator[Marker]:
+    """Every `[IMAGE:<payload>]` of `text`, left to right, in one linear pass.
+
+    A marker runs from `[IMAGE:` to the first `]` after it (its payload may hold `[`); the
+    next search starts after that `]`, and when no `]` follows an opener no later opener can
+    close either, so each character is looked at a bounded number of times (a backtracking
+    regex retries every opener to the end of the text: quadratic)."""
+    start = text.find(MARKER_OPEN)
+    while start >= 0:
+        close = text.find(MARKER_CLOSE, start + len(MARKER_OPEN))
+        if close < 0:
+            return
+        yield Marker(start, close + 1, text[start + len(MARKER_OPEN) : close])
+        start = text.find(MARKER_OPEN, close + 1)
+
+
+def whole_marker(line: str) -> Marker | None:
+    """`line` as exactly one marker (nothing before or after it), else None."""
+    if not (line.startswith(MARKER_OPEN) and line.endswith(MARKER_CLOSE)):
+        return None
+    payload = line[len(MARKER_OPEN) : -len(MARKER_CLOSE)]
+    return None if MARKER_CLOSE in payload else Marker(0, len(line), payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,16 +133,19 @@ class MarkedText:
 def split_image_markers(content: str) -> MarkedText:
     """Remove loadable `[IMAGE:...]` markers; any other marker stays as plain text."""
     images: list[str] = []
-
-    def take(match: re.Match[str]) -> str:
-        image = marker_image(match.group(1))
+    pieces: list[str] = []
+    position = 0
+    for marker in image_markers(content):
+        image = marker_image(marker.payload)
         if image is None:
-            return match.group(0)
+            continue
+        pieces.append(content[position : marker.start])
         images.append(image)
-        return ""
-
-    text = IMAGE_MARKER.sub(take, content) if "[IMAGE:" in content else content
-    return MarkedText(text, tuple(images))
+        position = marker.end
+    if not images:
+        return MarkedText(content, ())
+    pieces.append(content[position:])
+    return MarkedText("".join(pieces), tuple(images))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +168,7 @@ _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 scan stays linear) or a bracket."""
 
 
-def _too_deep(text: str) -> bool:
+def json_text_too_deep(text: str) -> bool:
     """Whether the JSON text nests deeper than the parser allows, found without recursion."""
     if text.count("[") + text.count("{") < MAX_JSON_DEPTH:
         return False
@@ -162,7 +226,7 @@ def json_object(content: str) -> dict[str, Any] | None:
     nested deeper than `MAX_JSON_DEPTH`, invalid JSON, NaN/Infinity, numbers out of the
     double range and escaped lone surrogates are not JSON (the row is then plain text)."""
     text = content.strip(_JSON_SPACE)
-    if not (text.startswith("{") and text.endswith("}")) or _too_deep(text):
+    if not (text.startswith("{") and text.endswith("}")) or json_text_too_deep(text):
         return None
     try:
         value = json.loads(
@@ -207,7 +271,8 @@ def tool_call_ids(message: ChatMessage) -> tuple[str, ...] | None:
 
 def tool_result_call_id(message: ChatMessage) -> str | None:
     """The call a `tool` row answers: its envelope's string `tool_call_id`, else None
-    (a legacy row with no readable id)."""
+    (a legacy row with no readable id, kept by the sweep only right after a native
+    dispatch)."""
     if message.role != "tool":
         return None
     envelope = json_object(message.content)
@@ -282,17 +347,20 @@ def split_carrier_attachments(content: str) -> MarkedText | None:
     header = ATTACHMENTS_HEADER.fullmatch(lines[1])
     if header is None:
         return None
-    count = int(header.group(1))
+    digits = header.group(1)
+    if len(digits.lstrip("0")) > len(str(len(lines))):
+        return None  # more markers than there are lines: just text (and never a huge int)
+    count = int(digits.lstrip("0") or "0")
     markers = lines[2 : 2 + count]
     if len(markers) < count:
         return None
     images: list[str] = []
     plain: list[str] = []  # non-loadable declared markers are not dispatched: priced as text
     for line in markers:
-        match = IMAGE_MARKER.fullmatch(line)
-        if match is None:
+        marker = whole_marker(line)
+        if marker is None:
             return None
-        image = marker_image(match.group(1))
+        image = marker_image(marker.payload)
         if image is None:
             plain.append(line)
         else:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from histtrim.carriers import (
     MarkedText,
-    is_loadable_target,
+    image_target,
     parse_tool_result,
     split_carrier_attachments,
     split_image_markers,
@@ -67,10 +67,8 @@ def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | N
     result = parse_tool_result(message)
     if result is None or result.attachments is None:
         return None
-    images = tuple(
-        a.target for a in result.attachments if a.kind == "image" and is_loadable_target(a.target)
-    )
-    return MarkedText(result.content, images)
+    targets = (image_target(a.target) for a in result.attachments if a.kind == "image")
+    return MarkedText(result.content, tuple(t for t in targets if t is not None))
 
 
 def message_cost(message: ChatMessage, *, current_turn: bool, policy: Policy = SPEC) -> int:

@@ -60,6 +60,10 @@ class HistoryTrimmed(_Frozen):
     counter: StrictStr | None = unset_by_default()
     """The `token_counter` the token figures come from; None (then left out of every dump and
     of the wire form): the spec's estimate (EST-1)."""
+    target: StrictStr | None = unset_by_default()
+    """The low-water mark the trim applied when it is not the spec's 1 (`Policy`'s
+    `token_trim_target` or `turn_trim_target`, as text: "7/10"); None (then left out of every
+    dump and of the wire form): the spec, trim just to fit."""
 
     @property
     def description(self) -> str:

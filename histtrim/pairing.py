@@ -1,14 +1,15 @@
-"""PAIR-2: tool-call pairing: the orphan sweep, row for row with the reference runtime, and the
-validator for the rule every OpenAI-style API enforces on a request.
+"""PAIR-2: tool-call pairing: the orphan sweep, composed as the reference runtime composes it
+(strip, remove pass 1, remove pass 2) plus one deliberate addition, and the validator for the
+rule every OpenAI-style API enforces on a request.
 
 Both read rows through the one envelope parser (`carriers.json_object`): a native call is any
-`tool_calls` element with a string `id`; a `tool` row with no readable `tool_call_id` is a
-legacy row, kept by the sweep and reported (not as an error) by the validator."""
+`tool_calls` element with a string `id`; a `tool` row with no readable `tool_call_id` stays
+only right after a native dispatch (the validator reports it anywhere else as an error)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar, overload
 
@@ -17,6 +18,8 @@ from histtrim.messages import (
     AssistantToolCalls,
     ChatMessage,
     ConversationMessage,
+    ToolCall,
+    ToolResultMessage,
     ToolResults,
     conversation_rows,
 )
@@ -31,7 +34,7 @@ class OrphanRemoval:
 
     kind: Literal["result", "call"]
     tool_call_id: str | None
-    """None for a tool row whose envelope names no call id."""
+    """None for a tool row with no readable call id, or a call element with no string id."""
     position: int
     """The index of the row or item in the swept input."""
 
@@ -58,12 +61,228 @@ def _dispatch(item: object) -> tuple[str, ...] | None:
 
 
 def _answers(item: object) -> list[str | None] | None:
-    """The call ids a tool item answers (None for a legacy row), or None for other items."""
+    """The call ids a tool item answers (None for a row with no readable id), or None for
+    other items."""
     if isinstance(item, ToolResults):
         return [result.tool_call_id for result in item.results]
     if isinstance(item, ChatMessage) and item.role == "tool":
         return [tool_result_call_id(item)]
     return None
+
+
+_RUST_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Unicode White_Space, what the reference's `str::trim` removes (Python's `str.strip()`
+also removes U+001C..U+001F)."""
+
+
+def _call_id(call: object) -> str | None:
+    """A call element's id: a `ToolCall`'s, or a JSON element's string `id`, else None."""
+    if isinstance(call, ToolCall):
+        return call.id
+    if isinstance(call, dict):
+        call_id = call.get("id")
+        return call_id if isinstance(call_id, str) else None
+    return None
+
+
+@dataclass(slots=True)
+class _Unit:
+    """One provider-facing row of the swept history; a `ToolResults` item is one unit per
+    result, regrouped at the end."""
+
+    pos: int
+    """The index of the item in the swept input."""
+    item: ChatMessage | AssistantToolCalls | ToolResultMessage
+    role: str
+    calls: list[Any] | None = None
+    """An assistant row's `tool_calls` elements, when its content is an object with that
+    array (the strip reads these); None for any other row."""
+    ids: frozenset[str] | None = None
+    """The string ids among `calls` when there is one (a native dispatch), else None."""
+    answer: str | None = None
+    """A tool row's readable `tool_call_id`, else None."""
+
+    def set_item(self, item: ChatMessage | AssistantToolCalls | ToolResultMessage) -> None:
+        self.item = item
+        self.calls, self.ids, self.answer = None, None, None
+        if isinstance(item, AssistantToolCalls):
+            self.calls = list(item.tool_calls)
+        elif isinstance(item, ToolResultMessage):
+            self.answer = item.tool_call_id
+        elif item.role == "assistant":
+            body = json_object(item.content)
+            calls = body.get("tool_calls") if body is not None else None
+            self.calls = calls if isinstance(calls, list) else None
+        elif item.role == "tool":
+            self.answer = tool_result_call_id(item)
+        if self.calls is not None:
+            ids = frozenset(cid for c in self.calls if (cid := _call_id(c)) is not None)
+            self.ids = ids or None
+
+
+def _units(rows: Sequence[ConversationMessage]) -> list[_Unit]:
+    units: list[_Unit] = []
+    for pos, row in enumerate(rows):
+        parts: Sequence[ChatMessage | AssistantToolCalls | ToolResultMessage]
+        parts = row.results if isinstance(row, ToolResults) else (row,)
+        for part in parts:
+            role = part.role if isinstance(part, ChatMessage) else (
+                "tool" if isinstance(part, ToolResultMessage) else "assistant"
+            )
+            unit = _Unit(pos, part, role)
+            unit.set_item(part)
+            units.append(unit)
+    return units
+
+
+def _regroup(units: Iterable[_Unit]) -> list[Any]:
+    """The items again: consecutive results of one `ToolResults` item are one item."""
+    out: list[Any] = []
+    group: list[ToolResultMessage] = []
+    group_pos = -1
+    for unit in units:
+        if isinstance(unit.item, ToolResultMessage) and group and unit.pos == group_pos:
+            group.append(unit.item)
+            continue
+        if group:
+            out.append(ToolResults(results=tuple(group)))
+            group = []
+        if isinstance(unit.item, ToolResultMessage):
+            group, group_pos = [unit.item], unit.pos
+        else:
+            out.append(unit.item)
+    if group:
+        out.append(ToolResults(results=tuple(group)))
+    return out
+
+
+def _keep_calls(unit: _Unit, keep: Sequence[bool], removed: list[OrphanRemoval]) -> bool:
+    """Strip the calls `keep` rejects from an assistant unit, as the reference's strip does:
+    the paired calls stay in the envelope; with none left the row becomes its trimmed text,
+    or goes (False) when there is none."""
+    assert unit.calls is not None
+    calls = unit.calls
+    removed.extend(
+        OrphanRemoval("call", _call_id(c), unit.pos) for c, k in zip(calls, keep, strict=True)
+        if not k
+    )
+    kept = [c for c, k in zip(calls, keep, strict=True) if k]
+    item = unit.item
+    if isinstance(item, AssistantToolCalls):
+        if kept:
+            unit.set_item(AssistantToolCalls(text=item.text, tool_calls=tuple(kept)))
+            return True
+        text: object = item.text
+    else:
+        assert isinstance(item, ChatMessage)
+        body = json_object(item.content)
+        assert body is not None  # it has calls, so it parsed
+        if kept:
+            content = json.dumps(
+                {**body, "tool_calls": kept}, separators=(",", ":"), ensure_ascii=False
+            )
+            unit.set_item(ChatMessage.assistant(content))
+            return True
+        text = body.get("content")
+    salvaged = text.strip(_RUST_WHITESPACE) if isinstance(text, str) else ""
+    if not salvaged:
+        return False
+    unit.set_item(ChatMessage.assistant(salvaged))
+    return True
+
+
+def _spelled_out(item: object) -> bool:
+    """Whether the reference's strip looks at the row: it skips an envelope whose text does
+    not contain `tool_calls` literally (an escaped key), which its passes still read."""
+    return not isinstance(item, ChatMessage) or "tool_calls" in item.content
+
+
+def _strip(units: list[_Unit], removed: list[OrphanRemoval]) -> list[_Unit]:
+    """The reference's strip: walking from the end, a call stays only when a later tool
+    row answers its id."""
+    later: set[str] = set()
+    out: list[_Unit] = []
+    for unit in reversed(units):
+        if unit.role == "tool":
+            if unit.answer is not None:
+                later.add(unit.answer)
+        elif unit.role == "assistant" and unit.calls is not None and _spelled_out(unit.item):
+            keep = [(cid := _call_id(c)) is not None and cid in later for c in unit.calls]
+            if not all(keep) and not _keep_calls(unit, keep, removed):
+                continue
+        out.append(unit)
+    out.reverse()
+    return out
+
+
+def _remove_back_to_back(units: list[_Unit], removed: list[OrphanRemoval]) -> list[_Unit]:
+    """The reference's pass 1: a dispatch directly after a dispatch goes, with the tool rows
+    right after it that answer its ids or have no readable id. (Between two adjacent rows
+    no tool row answers anything, so the earlier dispatch is always unresolved.)"""
+    out: list[_Unit] = []
+    i = 0
+    while i < len(units):
+        unit = units[i]
+        i += 1
+        doomed = unit.ids if unit.role == "assistant" else None
+        if doomed is None or not out or out[-1].role != "assistant" or out[-1].ids is None:
+            out.append(unit)
+            continue
+        assert unit.calls is not None
+        removed.extend(OrphanRemoval("call", _call_id(c), unit.pos) for c in unit.calls)
+        while i < len(units) and units[i].role == "tool":
+            answer = units[i].answer
+            if answer is not None and answer not in doomed:
+                break
+            removed.append(OrphanRemoval("result", answer, units[i].pos))
+            i += 1
+    return out
+
+
+def _remove_orphan_results(units: list[_Unit], removed: list[OrphanRemoval]) -> list[_Unit]:
+    """The reference's pass 2: a tool row stays only when the nearest assistant row of the
+    assistant/tool run before it is a native dispatch, and either issued the row's id or
+    the row has no readable id."""
+    out: list[_Unit] = []
+    nearest: _Unit | None = None
+    for unit in units:
+        if unit.role == "tool":
+            issued = nearest.ids if nearest is not None else None
+            if issued is None or (unit.answer is not None and unit.answer not in issued):
+                removed.append(OrphanRemoval("result", unit.answer, unit.pos))
+                continue
+        elif unit.role == "assistant":
+            nearest = unit
+        else:
+            nearest = None
+        out.append(unit)
+    return out
+
+
+def _strip_unanswered(units: list[_Unit], removed: list[OrphanRemoval]) -> list[_Unit] | None:
+    """histtrim's addition: strip each call that no tool row right after its row answers.
+    None when every call is answered."""
+    out: list[_Unit] = []
+    changed = False
+    for i, unit in enumerate(units):
+        if unit.ids is not None and unit.role == "assistant":
+            assert unit.calls is not None
+            answered: set[str] = set()
+            j = i + 1
+            while j < len(units) and units[j].role == "tool":
+                if (answer := units[j].answer) is not None:
+                    answered.add(answer)
+                j += 1
+            keep = [(cid := _call_id(c)) is not None and cid in answered for c in unit.calls]
+            if not all(keep):
+                changed = True
+                if not _keep_calls(unit, keep, removed):
+                    continue
+        out.append(unit)
+    return out if changed else None
 
 
 @overload
@@ -77,96 +296,83 @@ def sweep_orphans(
 def sweep_orphans(
     history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
 ) -> SweepResult[Any]:
-    """Make a restored or edited history pass the pairing rule, as the reference does:
+    """Make a restored or edited history pass the pairing rule, composed as the reference
+    composes it (`strip`, then remove pass 1, then pass 2):
 
-    - a native result stays only when the nearest assistant row of the contiguous
-      assistant/tool run before it issued its id;
-    - a dispatch directly following another dispatch (still unresolved) is removed, and
-      the results only it issued go with it;
-    - calls no kept result answers are stripped; a row left with no call keeps its trimmed
-      text as a plain assistant row, or goes when that text is empty;
-    - tool rows with no readable id (legacy rows) and `[Tool results]` carriers stay.
+    1. strip: a call stays only when a later tool row answers its id; a row left with no
+       call becomes its trimmed text, or goes when there is none;
+    2. pass 1: a dispatch directly after another dispatch goes, with the tool rows right
+       after it that answer its ids or have no readable id;
+    3. pass 2: a tool row stays only when the nearest assistant row of the assistant/tool
+       run before it is a native dispatch that issued its id (or, for a row with no
+       readable id, is any native dispatch);
+    4. histtrim's addition (not the reference's; see Decisions: the orphan-sweep pairing):
+       a call left with no result right after it is stripped as in 1, and passes 1 and 2
+       run again, until nothing changes; so no call is left unanswered.
 
-    Works on provider-facing rows and on the structured history alike; `crumb_present` is
-    the owner's breadcrumb flag, checked as for the trims."""
+    `[Tool results]` carriers are user rows and stay. Works on provider-facing rows and on
+    the structured history alike; `crumb_present` is the owner's breadcrumb flag, checked
+    as for the trims."""
+    *_, last = _sweep(history, crumb_present)
+    return SweepResult(last.history, last.removed)
+
+
+SweepStage = Literal["strip", "pass 1", "pass 2", "histtrim"]
+
+
+@dataclass(frozen=True)
+class SweepStep(Generic[M]):
+    """The history after one stage of the sweep, with everything removed up to it."""
+
+    stage: SweepStage
+    history: list[M]
+    removed: tuple[OrphanRemoval, ...]
+    positions: tuple[int, ...]
+    """The input position of each item of `history`."""
+    removed_here: tuple[OrphanRemoval, ...]
+    """What this stage removed, in input order."""
+
+
+def sweep_stages(
+    history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
+) -> list[SweepStep[Any]]:
+    """The sweep one stage at a time: after the strip, after pass 1, after pass 2 (the
+    reference's answer) and after histtrim's addition (`sweep_orphans`'s answer)."""
+    return list(_sweep(history, crumb_present))
+
+
+def _sweep(
+    history: Iterable[ConversationMessage | Mapping[str, Any]], crumb_present: bool
+) -> Iterator[SweepStep[Any]]:
     rows = conversation_rows(history)
     index_turns(rows, crumb_present=crumb_present)  # a flag naming no slot is an error
     removed: list[OrphanRemoval] = []
-    answered: dict[int, set[str]] = {}  # kept dispatch -> the ids its kept results answer
-    dispatched: dict[int, tuple[str, ...]] = {}  # kept dispatch -> the ids it issued
-    keep: list[Any] = [True] * len(rows)  # True, False, or the kept subset of a ToolResults
-    active: int | None = None  # the nearest assistant row of the run, when it dispatches
-    issued: frozenset[str] = frozenset()  # the ids it dispatched
-    after_dispatch = False
-    for pos, item in enumerate(rows):
-        ids = _dispatch(item)
-        results = _answers(item) if ids is None else None
-        if ids is not None:
-            if after_dispatch:  # the previous dispatch is still unresolved
-                keep[pos] = False
-                removed.extend(OrphanRemoval("call", cid, pos) for cid in ids)
-            else:
-                active, issued = pos, frozenset(ids)
-                answered[pos], dispatched[pos] = set(), ids
-            after_dispatch = True
-            continue
-        after_dispatch = False
-        if results is None:
-            active = None  # a user/system row ends the run; a plain assistant row is nearest
-            continue
-        ok = [cid is None or (active is not None and cid in issued) for cid in results]
-        for cid, good in zip(results, ok, strict=True):
-            if not good:
-                removed.append(OrphanRemoval("result", cid, pos))
-            elif cid is not None and active is not None:
-                answered[active].add(cid)
-        if isinstance(item, ToolResults) and not all(ok):
-            kept = tuple(r for r, good in zip(item.results, ok, strict=True) if good)
-            keep[pos] = ToolResults(results=kept) if kept else False
-        else:
-            keep[pos] = all(ok)
+    done = 0  # removals made by the stages before
 
-    out: list[Any] = []
-    for pos, item in enumerate(rows):
-        if pos in answered:
-            ids, done = dispatched[pos], answered[pos]
-            removed.extend(OrphanRemoval("call", cid, pos) for cid in ids if cid not in done)
-            stripped = _strip_calls(item, done) if not set(ids) <= done else item
-            if stripped is not None:
-                out.append(stripped)
-        elif keep[pos] is True:
-            out.append(item)
-        elif keep[pos] is not False:
-            out.append(keep[pos])
-    removed.sort(key=lambda r: r.position)
-    return SweepResult(out, tuple(removed))
+    def step(stage: SweepStage, units: list[_Unit]) -> SweepStep[Any]:
+        nonlocal done
+        items = _regroup(units)
+        positions = tuple(dict.fromkeys(u.pos for u in units))  # a ToolResults is one item
+        assert len(positions) == len(items)
+        here = tuple(sorted(removed[done:], key=_position))
+        done = len(removed)
+        return SweepStep(
+            stage, items, tuple(sorted(removed, key=_position)), positions, here
+        )
+
+    units = _strip(_units(rows), removed)
+    yield step("strip", units)
+    units = _remove_back_to_back(units, removed)
+    yield step("pass 1", units)
+    units = _remove_orphan_results(units, removed)
+    yield step("pass 2", units)
+    while (stripped := _strip_unanswered(units, removed)) is not None:
+        units = _remove_orphan_results(_remove_back_to_back(stripped, removed), removed)
+    yield step("histtrim", units)
 
 
-def _strip_calls(item: object, answered: set[str]) -> ConversationMessage | None:
-    """The dispatch with only its answered calls; its trimmed text (or nothing) if none."""
-    if isinstance(item, AssistantToolCalls):
-        calls = tuple(c for c in item.tool_calls if c.id in answered)
-        if calls:
-            return AssistantToolCalls(text=item.text, tool_calls=calls)
-        text: object = item.text
-    else:
-        assert isinstance(item, ChatMessage)
-        body = json_object(item.content)
-        assert body is not None  # it dispatches, so it parsed
-        calls_json = [
-            c
-            for c in body["tool_calls"]
-            if not (isinstance(c, dict) and isinstance(c.get("id"), str))
-            or c["id"] in answered
-        ]
-        if any(isinstance(c, dict) and isinstance(c.get("id"), str) for c in calls_json):
-            content = json.dumps(
-                {**body, "tool_calls": calls_json}, separators=(",", ":"), ensure_ascii=False
-            )
-            return ChatMessage.assistant(content)
-        text = body.get("content")
-    salvaged = text.strip() if isinstance(text, str) else ""
-    return ChatMessage.assistant(salvaged) if salvaged else None
+def _position(removal: OrphanRemoval) -> int:
+    return removal.position
 
 
 PairingKind = Literal["unanswered_call", "orphan_result", "legacy_result"]
@@ -176,8 +382,9 @@ PairingKind = Literal["unanswered_call", "orphan_result", "legacy_result"]
 class PairingProblem:
     """One place a history breaks the tool-pairing rule providers enforce.
 
-    `legacy_result` (a tool row with no readable id) is reported but is not an error:
-    the reference keeps such rows."""
+    `legacy_result` (a tool row with no readable id, right after a native dispatch) is
+    reported but is not an error: the reference keeps such rows there. Anywhere else such
+    a row is an `orphan_result` with no id, an error."""
 
     kind: PairingKind
     position: int
@@ -191,8 +398,11 @@ class PairingProblem:
         what = {
             "unanswered_call": "a call no tool row right after it answers",
             "orphan_result": "a result not right after the assistant row that issued its id",
-            "legacy_result": "a legacy tool row with no readable tool_call_id (kept)",
+            "legacy_result": "a tool row with no readable tool_call_id after a native dispatch"
+            " (kept)",
         }[self.kind]
+        if self.kind == "orphan_result" and self.tool_call_id is None:
+            what = "a tool row with no readable tool_call_id not right after a native dispatch"
         return f"row {self.position}: {what} (tool_call_id={self.tool_call_id!r})"
 
 
@@ -202,8 +412,9 @@ def validate_tool_pairing(
     """The problems that would make an OpenAI-style API reject the history, in order.
 
     Each assistant row with calls must be followed directly by tool rows answering exactly
-    its ids, and no tool row with a readable id may appear anywhere else. Tool rows with no
-    readable id are reported as `legacy_result`, which is not an error (`is_error`)."""
+    its ids, and no tool row may appear anywhere else. A tool row with no readable id right
+    after a native dispatch is reported as `legacy_result`, which is not an error
+    (`is_error`); anywhere else it is an `orphan_result`."""
     rows = conversation_rows(history)
     problems: list[PairingProblem] = []
     pos = 0
@@ -215,7 +426,8 @@ def validate_tool_pairing(
         while end < len(rows) and (results := _answers(rows[end])) is not None:
             for cid in results:
                 if cid is None:
-                    problems.append(PairingProblem("legacy_result", end, None))
+                    kind: PairingKind = "legacy_result" if ids is not None else "orphan_result"
+                    problems.append(PairingProblem(kind, end, None))
                 elif cid in issued:
                     answered.add(cid)
                 else:

@@ -1,10 +1,11 @@
-"""EST-1..2, RUN-2, LIMIT-2..3, BUDGET-1, PAIR-3: `Policy`, every constant the spec or the
+"""EST-1..2, RUN-1..2, LIMIT-2..3, BUDGET-1, PAIR-3: `Policy`, every constant the spec or the
 decisions fix, in one frozen model. `Policy()` is the spec; a design review loads another one
 ("what if images cost less?") and passes it to the same functions (`policy=`), so a "what if"
 run executes the real code paths."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,13 +21,20 @@ from pydantic import (
 
 from histtrim._files import parse_document, read_document
 
+_RATIO_TEXT = re.compile(r"\s*[+-]?\d{1,12}(?:\.\d{1,12})?(?:\s*/\s*\d{1,12})?\s*")
+"""A ratio as text: "2/3", "7/10" or "0.7"; at most 12 digits a part and no exponent, so
+parsing is bounded ("1e999999999" would build a billion-digit integer)."""
+
 
 def _fraction(value: Any) -> Fraction:
-    """A fraction from text ("2/3", "1/2") or a Fraction; floats are rejected because
+    """A fraction from text ("2/3", "1/2", "0.7") or a Fraction; floats are rejected because
     0.6667 is not 2/3 and the runtime's arithmetic is exact (`estimate * 2 // 3`)."""
     if isinstance(value, Fraction):
         return value
     if isinstance(value, str):
+        if len(value) > 64 or not _RATIO_TEXT.fullmatch(value):
+            shown = value if len(value) <= 64 else value[:61] + "..."
+            raise ValueError(f"expected a fraction like '2/3' or '0.7', got {shown!r}")
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
@@ -85,12 +93,31 @@ class Policy(BaseModel):
     channel_cache_rows: _Count = Field(
         default=50, ge=1, description="LIMIT-3: the channel sender cache size when 0 is configured."
     )
+    token_trim_target: Ratio = Field(
+        default=Fraction(1),
+        description="RUN-1 (a low-water mark, not in the spec): when the history exceeds the "
+        "budget, drop whole turns until it fits `budget * numerator // denominator`; the spec "
+        "is 1 (trim just to fit). 0 < target <= 1.",
+    )
+    turn_trim_target: Ratio = Field(
+        default=Fraction(1),
+        description="LIMIT-1..2 (a low-water mark, not in the spec): when the turn limit is "
+        "exceeded, keep `max(1, ceil(max_turns * target))` turns; the spec is 1. "
+        "0 < target <= 1.",
+    )
 
     @field_validator("reactive_target")
     @classmethod
     def _shrinks(cls, value: Fraction) -> Fraction:
         if not 0 < value < 1:
             raise ValueError(f"must be strictly between 0 and 1, got {value}")
+        return value
+
+    @field_validator("token_trim_target", "turn_trim_target")
+    @classmethod
+    def _low_water(cls, value: Fraction) -> Fraction:
+        if not 0 < value <= 1:
+            raise ValueError(f"must be greater than 0 and at most 1, got {value}")
         return value
 
     @field_validator("tool_result_head")
@@ -101,9 +128,11 @@ class Policy(BaseModel):
         return value
 
     def reactive_tokens(self, estimate: int) -> int:
-        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic."""
+        """The reactive trim target for an estimate (RUN-2): exact integer arithmetic, never
+        below 1 token (a budget of 0 means "no trim", so a small ratio on a small estimate
+        would otherwise turn the trim off and every retry would overflow again)."""
         ratio = self.reactive_target
-        return estimate * ratio.numerator // ratio.denominator
+        return max(1, estimate * ratio.numerator // ratio.denominator)
 
     def tool_result_split(self, max_chars: int) -> tuple[int, int]:
         """The (head, tail) characters kept of an over-long tool result (PAIR-3)."""
@@ -128,6 +157,24 @@ class Policy(BaseModel):
         text, fmt = read_document(path)
         return cls.loads(text, format=fmt)
 
+
+def _checked_target(target: object) -> Fraction:
+    """A low-water mark passed to a trim: an exact ratio in (0, 1]."""
+    if isinstance(target, bool) or not isinstance(target, Fraction | int) or not 0 < target <= 1:
+        raise ValueError(f"target: expected a Fraction with 0 < target <= 1, got {target!r}")
+    return Fraction(target)
+
+
+def low_water_tokens(budget: int, target: Fraction) -> int:
+    """`budget * target` rounded down: the size a token trim fits the history into."""
+    ratio = _checked_target(target)
+    return budget * ratio.numerator // ratio.denominator
+
+
+def low_water_turns(max_turns: int, target: Fraction) -> int:
+    """`max(1, ceil(max_turns * target))`: the turns a turn-limit trim keeps."""
+    ratio = _checked_target(target)
+    return max(1, -(-max_turns * ratio.numerator // ratio.denominator))
 
 
 SPEC = Policy()

@@ -32,22 +32,31 @@ def cap_tool_result(
     """Bound one tool result when it is recorded (PAIR-3); 0 turns the cap off, None means
     the policy's cap (50,000).
 
-    An over-long result keeps the policy's head share (2/3) and tail share (1/3) of
-    `max_chars` characters with the marker `"\\n\\n[... N characters truncated ...]\\n\\n"`
-    between, so it is at most `max_chars` plus the marker (about 40 characters). A cap never
-    lengthens a result: when `max_chars` is smaller than the marker, or the marker would not
-    make the result shorter, the result is its first `max_chars` characters, without marker."""
+    An over-long result keeps a head and a tail, the policy's shares (2/3 and 1/3) of
+    `max_chars` characters, with the marker `"\\n\\n[... N characters truncated ...]\\n\\n"`
+    between (N: the characters left out), so the model always learns the output was cut. It
+    is never longer than the result itself: when head, marker and tail would not fit in the
+    result's length, head and tail shrink to make room for the marker. Only a result too short
+    to hold the marker at all (under about 40 characters) is cut to its first `max_chars`."""
     if max_chars is None:
         max_chars = policy.max_tool_result_chars
     limit = non_negative("max_tool_result_chars", max_chars)
     if limit == 0 or len(content) <= limit:
         return content
-    cut = len(content) - limit
-    marker = f"\n\n[... {cut} characters truncated ...]\n\n"
-    if limit < len(marker) or limit + len(marker) >= len(content):
-        return content[:limit]
-    head, tail = policy.tool_result_split(limit)
+    kept = limit
+    while True:  # the marker's digits depend on what is kept: at most a few rounds
+        marker = _truncation_marker(len(content) - kept)
+        if kept + len(marker) <= len(content):
+            break
+        kept = len(content) - len(marker)
+        if kept < 1:
+            return content[:limit]
+    head, tail = policy.tool_result_split(kept)
     return f"{content[:head]}{marker}{content[len(content) - tail :]}"
+
+
+def _truncation_marker(cut: int) -> str:
+    return f"\n\n[... {cut} characters truncated ...]\n\n"
 
 
 class ChannelSenderCache:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import accumulate
 from typing import Any, Generic, TypeVar, cast
 
@@ -21,7 +22,7 @@ from histtrim.messages import (
     chat_rows,
     conversation_rows,
 )
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC, Policy, low_water_tokens, low_water_turns
 from histtrim.turns import TurnIndex, index_turns, is_system, leading_system_count
 
 M = TypeVar("M", bound=Row)
@@ -119,11 +120,13 @@ def trim_to_recent_turns(
     crumb_present: bool = False,
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
+    target: Fraction = Fraction(1),
 ) -> TrimResult:
     """Drop the oldest whole turns until the provider-facing history fits `budget_tokens`.
 
     Budget 0 disables the trim; the newest turn stays even when it alone is over. A
-    `token_counter` prices each row's text instead of EST-1's bytes (see `histtrim.counting`)."""
+    `token_counter` prices each row's text instead of EST-1's bytes (see `histtrim.counting`).
+    `target` (a low-water mark, 1 in the spec): once over the budget, fit `budget * target`."""
     budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
@@ -132,7 +135,7 @@ def trim_to_recent_turns(
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget, counter)
-    first, kept_tokens = first_turn_within(index, costs, budget)
+    first, kept_tokens = first_turn_within(index, costs, low_water_tokens(budget, target))
     kept, dropped = _cut(rows, index, first)
     return TrimResult(
         kept,
@@ -152,15 +155,16 @@ def trim_to_recent_turn_count(
     max_turns: int,
     *,
     crumb_present: bool = False,
+    target: Fraction = Fraction(1),
 ) -> TurnCountTrimResult[ChatMessage]:
     """Keep the newest `max(max_turns, 1)` turns of a provider-facing history.
 
     The leading system block and the breadcrumb stay in place; a later system row goes
-    with its turn."""
+    with its turn. `target` (1 in the spec): once over, keep `max(1, ceil(max_turns * target))`."""
     limit = non_negative("max_turns", max_turns)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    drop = index.turn_count - max(limit, 1)
+    drop = _turns_to_drop(index.turn_count, limit, target)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
     kept, dropped = _cut(rows, index, drop)
@@ -172,15 +176,17 @@ def trim_conversation_to_recent_turns(
     max_turns: int,
     *,
     crumb_present: bool = False,
+    target: Fraction = Fraction(1),
 ) -> TurnCountTrimResult[ConversationMessage]:
     """Keep the newest `max(max_turns, 1)` turns of the structured `Agent.history`.
 
     When it trims, every system row is kept and moved to the front in order, and the
-    breadcrumb is dropped (its owner re-inserts it); neither counts as a dropped message."""
+    breadcrumb is dropped (its owner re-inserts it); neither counts as a dropped message.
+    `target` as in `trim_to_recent_turn_count`."""
     limit = non_negative("max_turns", max_turns)
     rows = conversation_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    drop = index.turn_count - max(limit, 1)
+    drop = _turns_to_drop(index.turn_count, limit, target)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
     cut = index.turn_start(drop)
@@ -193,6 +199,14 @@ def trim_conversation_to_recent_turns(
     return TurnCountTrimResult(
         [*systems, *body], dropped, len(dropped) - crumb_rows, drop, index.turn_count - drop, limit
     )
+
+
+def _turns_to_drop(turns: int, limit: int, target: Fraction) -> int:
+    """How many oldest turns a turn-limit trim drops: none within `max(limit, 1)`, else down
+    to the low-water mark (`max(limit, 1)` itself when `target` is 1)."""
+    if turns <= max(limit, 1):
+        return 0
+    return turns - low_water_turns(limit, target)
 
 
 def drop_oldest_whole_turn(

@@ -2,15 +2,18 @@
 
 The agent, the adapters' record trims, the column rewrite and `histtrim trim` all plan their
 trims here: the turn limit, then the token budget (the runtime's order), each dropping the
-oldest whole turns; the first drop brings the breadcrumb right after the system prefix
-(SEEN-1), and since it is sent too it counts toward the budget; every drop is one
-`HistoryTrimmed` event (SEEN-2). The plan needs only a turn index and the rows' prices, so
-each caller applies the cut to what it holds (rows, records, a file's columns)."""
+oldest whole turns (down to a low-water mark when the policy sets one, `Policy`'s
+`turn_trim_target` and `token_trim_target`; the spec's is 1); the first drop brings the
+breadcrumb right after the system prefix (SEEN-1), and since it is sent too it counts toward
+the budget; every drop is one `HistoryTrimmed` event (SEEN-2). The plan needs only a turn
+index and the rows' prices, so each caller applies the cut to what it holds (rows, records,
+a file's columns)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import accumulate
 from typing import TypeVar
 
@@ -18,6 +21,7 @@ from histtrim._checks import non_negative
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage, ConversationMessage
+from histtrim.policy import low_water_tokens, low_water_turns
 from histtrim.trim import (
     breadcrumb_message,
     first_turn_within,
@@ -42,6 +46,8 @@ class VisibleTrim:
     tokens_after: int
     """The kept rows' price, the inserted breadcrumb's included."""
     events: tuple[HistoryTrimmed, ...]
+    crumb_tokens: int = 0
+    """The breadcrumb's share of `tokens_after` (inserted or the input's; 0: none is kept)."""
 
     @property
     def trimmed(self) -> bool:
@@ -81,15 +87,21 @@ def plan_visible_trim(
     crumb_cost: int | Callable[[], int] = 0,
     breadcrumb: bool = True,
     counter: str | None = None,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
 ) -> VisibleTrim:
-    """Plan the turn limit (`max_turns`, keeping the newest `max(max_turns, 1)` turns), then
-    the token budget (`budget_tokens`, 0 off; it runs only over budget with more than one turn
-    left), on the rows `index` describes and priced `costs`.
+    """Plan the turn limit (`max_turns`: over `max(max_turns, 1)` turns, keep the newest
+    `max(1, ceil(max_turns * turn_target))`), then the token budget (`budget_tokens`, 0 off;
+    it runs only over budget with more than one turn left, and fits
+    `budget_tokens * token_target`), on the rows `index` describes and priced `costs`. The
+    targets are low-water marks (`Policy.turn_trim_target`, `token_trim_target`); the spec's
+    are 1, trim just to fit.
 
     With `breadcrumb`, the first drop inserts one costing `crumb_cost` unless the index has
     one; a callable is asked once, only when a drop brings the breadcrumb in (a counter may
-    be slow or paid). An event's `budget` is the budget trim's target, or for the turn limit
-    `budget_in_force` (default: `budget_tokens or 0`); `counter` names the prices' counter."""
+    be slow or paid). An event's `budget` is the budget trim's low-water mark, or for the
+    turn limit `budget_in_force` (default: `budget_tokens or 0`), and its `target` the
+    low-water mark applied when it is not 1; `counter` names the prices' counter."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     target = None if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     sums = list(accumulate(costs, initial=0))
@@ -108,7 +120,7 @@ def plan_visible_trim(
         inserted = crumb_price() if added else 0
         return sums[body] + inserted + sums[-1] - sums[index.turn_start(first)]
 
-    def drop(to: int, reason: TrimReason, budget: int) -> None:
+    def drop(to: int, reason: TrimReason, budget: int, low_water: Fraction) -> None:
         nonlocal first, added
         before, dropped = size(first), index.turn_start(to) - index.turn_start(first)
         first, added = to, insert
@@ -121,16 +133,22 @@ def plan_visible_trim(
                 tokens_after=size(first),
                 budget=budget,
                 counter=counter,
+                target=None if low_water == 1 else str(low_water),
             )
         )
 
-    if limit is not None and turns - max(limit, 1) > 0:
+    if limit is not None and turns > max(limit, 1):
         in_force = (target or 0) if budget_in_force is None else budget_in_force
-        drop(turns - max(limit, 1), TrimReason.TURN_LIMIT, in_force)
+        kept = low_water_turns(limit, turn_target)
+        drop(turns - kept, TrimReason.TURN_LIMIT, in_force, turn_target)
     if target and size(first) > target and turns - first > 1:
-        fits, _ = first_turn_within(index, costs, target - crumb_price())  # it is sent too
-        drop(max(fits, first), TrimReason.TOKEN_BUDGET, target)
-    return VisibleTrim(index, first, added, sums[-1], size(first), tuple(events))
+        fit = low_water_tokens(target, token_target)
+        fits, _ = first_turn_within(index, costs, fit - crumb_price())  # it is sent too
+        drop(max(fits, first), TrimReason.TOKEN_BUDGET, fit, token_target)
+    crumb_tokens = crumb_price() if added else 0 if index.crumb is None else costs[index.crumb]
+    return VisibleTrim(
+        index, first, added, sums[-1], size(first), tuple(events), crumb_tokens
+    )
 
 
 @dataclass(frozen=True)
@@ -163,18 +181,20 @@ def trim_structured(
     budget_in_force: int = 0,
     crumb_present: bool = False,
     pricing: Pricing = ESTIMATE,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
 ) -> StructuredTrim:
     """The visible trim of a structured history (`Agent.history`, a structured session),
     planned on `rows`, its provider-facing rows (the system prompt's in front, if any): the
     structured cut (`trim_conversation_to_recent_turns`) keeps every system item, moved to
-    the front, then the breadcrumb (SEEN-1)."""
+    the front, then the breadcrumb (SEEN-1). The targets as in `plan_visible_trim`."""
     index = index_turns(rows, crumb_present=crumb_present)
     searched = budget_tokens is not None and index.crumb is None  # the crumb to fit in
     plan = plan_visible_trim(
         index, pricing.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
         budget_in_force=budget_in_force,
         crumb_cost=(lambda: pricing.plain(breadcrumb_message())) if searched else 0,
-        counter=pricing.counter_name,
+        counter=pricing.counter_name, turn_target=turn_target, token_target=token_target,
     )
     if not plan.trimmed:
         return StructuredTrim(plan, list(items), 0)

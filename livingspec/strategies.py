@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from hypothesis import strategies as st
 
-from histtrim.carriers import image_marker, is_loadable_target, tool_results_carrier
+from histtrim.carriers import image_marker, image_target, tool_results_carrier
 from histtrim.messages import (
     BREADCRUMB,
     AssistantToolCalls,
@@ -241,7 +241,7 @@ class _Builder:
         for target in targets:
             marker = image_marker(target)
             content += " " + marker
-            if is_loadable_target(target):
+            if image_target(target) is not None:
                 count += 1
                 priced += " "
             else:
@@ -281,7 +281,7 @@ class _Builder:
             if targets is None:
                 self.add(ChatMessage.tool_result(call_id, output))
                 continue
-            count = sum(1 for t in targets if is_loadable_target(t))
+            count = sum(1 for t in targets if image_target(t) is not None)
             self.add(
                 ChatMessage.tool_result(call_id, output, attachments=targets),
                 Pricing("current", output, count),

@@ -3,7 +3,9 @@
 
 Four kinds: a coding agent with tool loops, a research agent with pasted screenshots and a
 browser tool that declares page screenshots, a support chat with long user messages, and a
-session restored with a breadcrumb."""
+session restored with a breadcrumb. `long_coding_session` draws a coding agent of hundreds of
+short turns (small tool outputs), the session that meets its budget early and then trims on
+every call: what the prompt-cache review measures."""
 
 from __future__ import annotations
 
@@ -230,6 +232,77 @@ def restored_session(rng: random.Random, turns: int) -> list[ConversationMessage
     system row (its slot is named by the session's `crumb_present` flag)."""
     coding = coding_session(rng, turns)
     return [coding[0], ChatMessage.user(BREADCRUMB), *coding[1:]]
+
+
+_STEPS = (
+    "Now do the same for the discount rules.", "Run the tests again.", "Looks good, continue.",
+    "Also check the serializer.", "Undo that last change, it broke the cart.",
+    "Rename the helper to round_money.", "Add a type hint there.", "What about the fee?",
+    "Fix the lint warning in views.py.", "Commit that and move on to the next failure.",
+)
+
+
+def _short_round(rng: random.Random, turn: int, step: int) -> tuple[ToolCall, str]:
+    """A small tool round: a few lines of grep, a short file excerpt, a test summary or
+    a patch."""
+    call_id = f"call_{turn}_{step}"
+    kind = rng.choice(("run_tests", "read_file", "grep", "apply_patch", "apply_patch"))
+    path = rng.choice(_FILES)
+    if kind == "run_tests":
+        failing = rng.randint(0, 2)
+        lines = [f"collected {rng.randint(12, 60)} items"]
+        lines += [f"FAILED tests/test_checkout.py::test_total_case_{n} - AssertionError"
+                  for n in range(failing)]
+        lines.append(f"===== {failing} failed, {rng.randint(12, 60)} passed "
+                     f"in {rng.uniform(0.5, 9):.2f}s =====")
+        output = "\n".join(lines)
+        arguments = _args({"path": "tests/"})
+    elif kind == "read_file":
+        start = rng.randint(1, 300)
+        output = "\n".join(
+            f"{start + n}: return (amount * rate).quantize(Decimal('0.01'))  # rule "
+            f"{rng.randint(1, 40)}" for n in range(rng.randint(3, 12))
+        )
+        arguments = _args({"path": path, "lines": f"{start}-{start + 12}"})
+    elif kind == "grep":
+        word = rng.choice(("checkout_total", "OrderTotal", "quantize", "TAX_RATE"))
+        output = "\n".join(
+            f"{rng.choice(_FILES)}:{rng.randint(1, 500)}: total = {word}(cart)"
+            for _ in range(rng.randint(2, 8))
+        )
+        arguments = _args({"pattern": word})
+    else:
+        line = rng.randint(1, 90)
+        arguments = _args({"path": path, "diff": f"@@ -{line},3 +{line},3 @@"})
+        output = "patch applied"
+    return ToolCall(id=call_id, name=kind, arguments=arguments), output
+
+
+def long_coding_session(rng: random.Random, turns: int) -> list[ConversationMessage]:
+    """A coding agent of many short turns: each a short instruction, one or two small
+    tool rounds and a one-line answer (a few hundred tokens a turn)."""
+    items: list[ConversationMessage] = [ChatMessage.system(
+        "You are Codey, a coding agent in the repository /home/ana/shop (a Django web shop). "
+        "Use the tools before you answer; keep answers short and name the files you changed."
+    )]
+    for turn in range(turns):
+        first = turn == 0 or rng.random() < 0.1
+        items.append(ChatMessage.user(rng.choice(_TASKS if first else _STEPS)))
+        for step in range(rng.randint(1, 2)):
+            call, output = _short_round(rng, turn, step)
+            items.append(AssistantToolCalls(text=None, tool_calls=(call,)))
+            items.append(ToolResults(results=(
+                ToolResultMessage(tool_call_id=call.id, content=output, tool_name=call.name),
+            )))
+        items.append(ChatMessage.assistant(
+            f"Done: {rng.choice(_FILES)} updated, {rng.randint(0, 3)} tests still failing."
+        ))
+    return items
+
+
+def generate_long(seed: int, turns: int) -> list[ConversationMessage]:
+    """One long coding session (`long_coding_session`), the same for the same seed."""
+    return long_coding_session(random.Random(f"long-coding:{seed}"), turns)
 
 
 GENERATORS: dict[Kind, Callable[[random.Random, int], list[ConversationMessage]]] = {

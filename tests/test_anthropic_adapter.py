@@ -57,7 +57,7 @@ IMAGE_SOURCES = st.sampled_from(
         {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="},
         {"type": "base64", "media_type": "image/jpeg", "data": ""},
         {"type": "url", "url": "https://cdn.example.com/shot.png"},
-        {"type": "url", "url": "https://x.test/a]b.png"},
+        {"type": "url", "url": "https://x.test/a[b.png"},
     ]
 )
 CACHE = st.sampled_from([{}, {"cache_control": {"type": "ephemeral"}}])

@@ -413,3 +413,18 @@ def test_turn_limit_events_report_the_same_budget_from_the_cli_and_the_agent(
     assert transport.events[0].reason == cli_event["reason"] == "turn_limit"
     assert cli_event["budget"] == transport.events[0].budget == 8000
     assert turns_only["reason"] == "turn_limit" and turns_only["budget"] == 0
+
+
+def test_a_crlf_json_lines_file_keeps_its_line_ending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20: the breadcrumb inserted into a CRLF JSON Lines file ends with CRLF like every
+    other line (it was written with LF)."""
+    source = tmp_path / "s.jsonl"
+    source.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in session(3)))
+    out = tmp_path / "out.jsonl"
+    code, _, err = run(capsys, "trim", source, "--max-turns", "1", "-o", out)
+    assert code == 0, err
+    lines = out.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and all(line.endswith(b"\r") for line in lines[:-1])
+    assert b"earlier turns omitted" in out.read_bytes()

@@ -14,9 +14,10 @@ import jsonschema
 import pytest
 
 from histtrim.cli import main
+from histtrim.conformance.compare import same
 from histtrim.conformance.reference import FUNCTION_RULES, FUNCTIONS
 from histtrim.conformance.report import tally
-from histtrim.conformance.runner import judge, run, same
+from histtrim.conformance.runner import CannotStart, judge, run
 from histtrim.conformance.schema import VECTOR_FILE_SCHEMA
 from histtrim.conformance.serve import answer
 from histtrim.conformance.vectors import Vector, load, patterns, select
@@ -70,10 +71,32 @@ def test_at_least_500_vectors_and_every_rule_covered(committed: list[Vector]) ->
 
 def test_every_source_kind_contributes(committed: list[Vector]) -> None:
     kinds = {v.source.split(":")[0] for v in committed}
-    assert kinds == {"notebook", "generated", "shrunk", "hostile"}
+    assert kinds == {"notebook", "generated", "shrunk", "hostile", "port"}
     notebooks = {v.source.split(":")[1].split("#")[0] for v in committed
                  if v.source.startswith("notebook:")}
     assert {"01_turns.ipynb", "05_route_and_capacity.ipynb", "08_pairing_safety.ipynb"} <= notebooks
+
+
+def test_every_turn_rule_has_vectors_through_the_functions_any_port_has(
+    committed: list[Vector],
+) -> None:
+    """index_turns and to_chat_messages are histtrim's shapes; a port shows each TURN rule
+    through the trims or the estimate."""
+    port = {"trim_to_recent_turns", "trim_to_recent_turn_count",
+            "trim_conversation_to_recent_turns", "estimate_history_tokens"}
+    turn_rules = {r for r in rule_ids(RULES_MD) if r.startswith("TURN-")}
+    shown = {r for v in committed if v.function in port for r in v.rules}
+    assert turn_rules <= shown
+
+
+def test_every_vector_carries_every_argument(committed: list[Vector]) -> None:
+    from histtrim.conformance.schema import FUNCTIONS as SCHEMAS
+
+    for vector in committed:
+        assert set(SCHEMAS[vector.function]["defaults"]) <= set(vector.arguments), vector.id
+        if "result" in vector.expected:
+            assert set(vector.arguments) == set(
+                SCHEMAS[vector.function]["arguments"]["properties"]), vector.id
 
 
 def test_a_rule_without_vectors_fails_the_build(committed: list[Vector]) -> None:
@@ -91,7 +114,7 @@ def build_from(vectors: list[Vector]) -> VectorSet:
 
 
 def test_the_runner_passes_histtrim_serve_on_every_vector(committed: list[Vector]) -> None:
-    outcomes = run(committed, SERVE, timeout=30)
+    outcomes = run(committed, SERVE, timeout=30).outcomes
     failed = [(o.vector.id, o.reason) for o in outcomes if o.status != "passed"]
     assert not failed
     assert len(outcomes) == len(committed)
@@ -101,7 +124,7 @@ def test_the_runner_passes_histtrim_serve_on_every_vector(committed: list[Vector
 def test_each_broken_implementation_fails_exactly_the_rules_it_breaks(
     committed: list[Vector], name: str
 ) -> None:
-    outcomes = run(committed, [*BROKEN_SERVE, name], timeout=30)
+    outcomes = run(committed, [*BROKEN_SERVE, name], timeout=30).outcomes
     rows = tally(outcomes, rule_ids(RULES_MD), ("*",))
     failing = {row.rule_id for row in rows if not row.ok}
     assert failing == set(BROKEN[name].breaks)
@@ -127,33 +150,32 @@ def _few(committed: list[Vector]) -> list[Vector]:
     return [v for v in committed if v.function == "cap_tool_result"][:3]
 
 
-def test_a_crash_is_a_failure_and_the_next_vector_restarts(
+def test_a_crash_before_any_answer_twice_stops_the_run(
     committed: list[Vector], tmp_path: Path
 ) -> None:
     command = _fake(tmp_path, "sys.stdin.readline()\nsys.exit(3)\n")
-    outcomes = run(_few(committed), command, timeout=5)
-    assert [o.status for o in outcomes] == ["failed"] * 3
-    assert "exited (code 3)" in outcomes[0].reason
+    with pytest.raises(CannotStart, match=r"exited \(code 3\) twice without answering"):
+        run(_few(committed), command, timeout=5)
 
 
 def test_a_hang_costs_one_timeout_per_vector(committed: list[Vector], tmp_path: Path) -> None:
     command = _fake(tmp_path, "time.sleep(60)\n")
-    outcomes = run(_few(committed)[:2], command, timeout=0.3)
+    outcomes = run(_few(committed)[:2], command, timeout=0.3).outcomes
     assert [o.status for o in outcomes] == ["failed", "failed"]
-    assert "no response within 0.3 s" in outcomes[0].reason
+    assert "no answer within 0.3 s" in outcomes[0].reason
 
 
 def test_malformed_and_foreign_responses_fail(committed: list[Vector], tmp_path: Path) -> None:
     body = (
         "for n, line in enumerate(sys.stdin):\n"
         "    r = json.loads(line)\n"
-        "    out = ['not json', json.dumps({'id': 'other', 'result': {}}),\n"
+        "    out = ['not json', json.dumps({'id': r['id'], 'result': {}}),\n"
         "           json.dumps({'id': r['id'], 'error': {'kind': 'not_implemented'}})][n % 3]\n"
         "    print(out, flush=True)\n"
     )
-    outcomes = run(_few(committed), _fake(tmp_path, body), timeout=5)
+    outcomes = run(_few(committed), _fake(tmp_path, body), timeout=5, window=1).outcomes
     assert [o.status for o in outcomes] == ["failed", "failed", "not_implemented"]
-    assert outcomes[0].reason.startswith("malformed response line")
+    assert outcomes[0].reason.startswith("malformed answer line")
 
 
 def test_judge_compares_json_values_strictly() -> None:
@@ -185,9 +207,54 @@ def test_serve_answers_bad_requests_without_dying() -> None:
                     "arguments": {"budget_tokens": -1}}) + "\n"
     done = subprocess.run(SERVE, input=lines, capture_output=True, text=True, timeout=60)
     kinds = [json.loads(line)["error"]["kind"] for line in done.stdout.splitlines()]
-    assert kinds == ["invalid_request", "not_implemented", "invalid_input"]
+    assert kinds == ["invalid_input", "not_implemented", "invalid_input"]
     assert answer({"id": 1, "function": "cap_tool_result", "arguments": []})["error"]["kind"] == \
-        "invalid_request"
+        "invalid_input"
+    refused = answer({"id": 2, "function": "trim_to_recent_turns",
+                      "history": [{"role": "root", "content": "x"}],
+                      "arguments": {"budget_tokens": 1, "crumb_present": False}})["error"]
+    assert refused["kind"] == "invalid_input" and refused["message"].startswith("0.role: ")
+
+
+def test_serve_answers_every_bad_line_and_keeps_serving() -> None:
+    """Issue 20 item 10: deep nesting, an id of 1e999 or NaN, a lone surrogate, invalid
+    UTF-8, an over-long line: each gets an invalid_input answer, the next request its own."""
+    good = json.dumps({"id": "ok", "function": "cap_tool_result", "history": None,
+                       "arguments": {"content": "abc", "max_chars": 2}}).encode()
+    route = {"config": {"providers": {"p": {"model": "m"}}, "agents": {"a": {"provider": "p"}}},
+             "agent": "a", "hint": {"x": 1}, "session_model": None}
+    bad = [
+        b"[" * 100000,
+        b'{"id": 1e999, "function": "cap_tool_result", "arguments": {}}',
+        b'{"id": NaN, "function": "cap_tool_result", "arguments": {}}',
+        b'{"id": "\\ud800", "function": "cap_tool_result", "arguments": {"content": 1}}',
+        b'{"id": "x", "function": "cap_tool_result", "arguments": {"content": "\xff"}}',
+        json.dumps({"id": "h", "function": "select_route", "arguments": route}).encode(),
+        json.dumps({"id": "t", "function": "agent_turn", "history": [],
+                    "arguments": {"text": "hi", "turn_id": "7"}}).encode(),
+    ]
+    stdin = b"".join(line + b"\n" + good + b"\n" for line in bad)
+    done = subprocess.run(SERVE, input=stdin, capture_output=True, timeout=60)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    answers = [json.loads(line) for line in done.stdout.decode("ascii").splitlines()]
+    assert len(answers) == 2 * len(bad)
+    assert [a["error"]["kind"] for a in answers[::2]] == ["invalid_input"] * len(bad)
+    assert answers[6]["id"] == "\ud800"  # echoed, escaped
+    assert all(a == {"id": "ok", "result": {"content": "ab"}} for a in answers[1::2])
+
+
+def test_serve_skips_an_over_long_line_without_holding_it() -> None:
+    import io
+
+    from histtrim.conformance.serve import serve
+
+    out = io.BytesIO()
+    good = b'{"id":"ok","function":"cap_tool_result","arguments":{"content":"abc","max_chars":2}}'
+    serve(io.BytesIO(b"x" * 5000 + b"\n" + good + b"\n"), out, max_line=1000)
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["error"]["kind"] == "invalid_input" and "longer than 1000" in \
+        first["error"]["message"]
+    assert second["result"] == {"content": "ab"}
 
 
 def test_cli_run_reports_per_rule_writes_junit_and_sets_the_exit_code(
@@ -199,12 +266,13 @@ def test_cli_run_reports_per_rule_writes_junit_and_sets_the_exit_code(
     out = capsys.readouterr().out
     assert code == 0 and "PAIR-3" in out and "KEEP-1" not in out
     suites = ElementTree.parse(report).getroot()
-    assert [s.get("name") for s in suites] == ["PAIR-3"] and suites[0].get("failures") == "0"
+    assert {s.get("name") for s in suites} == {"agent_turn", "cap_tool_result"}
+    assert all(s.get("failures") == "0" for s in suites)
     code = main(["conformance", "run", "--vectors", str(VECTORS), "--rules", "KEEP-1", "--",
                  *BROKEN_SERVE, "lt-budget-fit"])
     out = capsys.readouterr().out
     assert code == 1
-    assert "KEEP-1: first failing vector trim_to_recent_turns-" in out and "--- expected" in out
+    assert "trim_to_recent_turns / KEEP-1: " in out and "result.tokens_after: expected" in out
 
 
 def test_cli_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -287,3 +287,24 @@ def test_jupyter_renders_trim_results_through_the_registered_formatter() -> None
     assert data["text/html"] == trim_result_html(result)
     turn_limit = trim_to_recent_turn_count(agent_session(), 1)
     assert formatter.format(turn_limit)[0]["text/html"] == trim_result_html(turn_limit)
+
+
+def test_a_long_history_shows_its_first_and_last_turns() -> None:
+    """Issue 20: `history_html` of a long history renders its first and last turns and says
+    how many are hidden (200k rows made 104 MB of HTML); so does one huge turn."""
+    rows = [ChatMessage.system("s")]
+    for n in range(20_000):
+        rows += [ChatMessage.user(f"question {n}"), ChatMessage.assistant(f"answer {n}")]
+    html = history_html(rows)
+    assert len(html) < 1_000_000
+    assert "question 0<" in html and "question 19999<" in html
+    assert "question 10000<" not in html
+    hidden = re.search(r"… ([\d,]+) turns \(([\d,]+) messages\) not shown …", html)
+    assert hidden is not None
+    turns, messages = (int(g.replace(",", "")) for g in hidden.groups())
+    shown = len(re.findall(r'data-turn="[1-9]\d*"', html))
+    assert turns + shown == 20_000 and messages == 2 * turns
+    giant = [ChatMessage.user("go"), *[ChatMessage.assistant(f"step {n}") for n in range(5_000)]]
+    html = history_html(giant)
+    assert len(html) < 1_000_000 and "step 0<" in html and "step 4999<" in html
+    assert "4,601 messages of this turn not shown" in html

@@ -91,3 +91,35 @@ def test_widget_shows_the_view_as_text(corpus) -> None:  # type: ignore[no-untyp
     explorer = Explorer(corpus[:2])
     assert explorer.view is not None
     assert explorer.output.value.startswith("<pre>" + explorer.view.summary())
+
+
+def test_widget_targets_and_cache(corpus) -> None:  # type: ignore[no-untyped-def]
+    """The low-water marks and the prompt cache are controls: a 1/2 token target trims less
+    often, and the summary prices the requests with the chosen provider's cache."""
+    pytest.importorskip("ipywidgets", reason="the notebooks extra (ipywidgets) is absent")
+    from histtrim.review.cache import ANTHROPIC, price_calls, totals
+    from histtrim.review.explorer import Explorer
+
+    explorer = Explorer(corpus)
+    controls = explorer.controls
+    controls["session"].value = "very-long-coding-agent"
+    controls["window"].value = 200_000
+    controls["true_window"].value = 200_000
+    controls["budget"].value = 8_000
+    controls["max_turns"].value = 100
+    spec = explorer.view
+    assert spec is not None and "cache" not in spec.summary()
+    controls["token_target"].value = "1/2"
+    controls["turn_target"].value = "7/10"
+    controls["cache"].value = "anthropic"
+    view = explorer.view
+    assert view is not None and view.cache is ANTHROPIC
+    assert view.policy == Policy(
+        token_trim_target=Fraction(1, 2), turn_trim_target=Fraction(7, 10)
+    )
+    assert 0 < view.replay.token_trims < spec.replay.token_trims
+    priced = totals(price_calls(view.replay.prompts, ANTHROPIC))
+    assert view.summary().endswith(
+        f"; anthropic cache: {priced.cached_share:.1%} of input cached, input cost "
+        f"{priced.relative_cost:.3f}x of no cache"
+    )

@@ -122,10 +122,12 @@ def test_item_2_deep_json_is_priced_and_trimmed_as_plain_text() -> None:
 
 
 def test_item_2_deep_json_is_swept_as_plain_text() -> None:
-    """The row has no readable call id: a legacy row, kept and reported as such."""
+    """The row has no readable call id and follows no native dispatch: pass 2 removes it,
+    as the reference does (issue 19), and the validator calls it an error."""
     rows = [ChatMessage.user("look"), DEEP_TOOL]
-    assert sweep_orphans(rows).history == rows
-    assert validate_tool_pairing(rows) == [PairingProblem("legacy_result", 1, None)]
+    assert sweep_orphans(rows).history == rows[:1]
+    assert validate_tool_pairing(rows) == [PairingProblem("orphan_result", 1, None)]
+    assert validate_tool_pairing(rows)[0].is_error
 
 
 def test_item_2_depth_limit_is_the_reference_parser_s() -> None:
@@ -246,12 +248,17 @@ def test_item_6_openai_shaped_call_keeps_its_result() -> None:
     assert validate_tool_pairing(rows) == []
 
 
-def test_item_6_tool_row_without_a_readable_id_is_kept() -> None:
+def test_item_6_tool_row_without_a_readable_id_is_kept_only_after_a_dispatch() -> None:
+    """Issue 19: the strip turns the unanswered dispatch into its text first, so the row
+    with no readable id no longer follows a native dispatch and pass 2 removes it."""
     legacy = ChatMessage(role="tool", content="plain output")
     rows = [ChatMessage.user("go"), call("c1", text="Reading."), legacy]
     swept = sweep_orphans(rows)
-    assert swept.history == [rows[0], ChatMessage.assistant("Reading."), legacy]
-    assert [p.kind for p in validate_tool_pairing(swept.history)] == ["legacy_result"]
+    assert swept.history == [rows[0], ChatMessage.assistant("Reading.")]
+    assert [(r.kind, r.tool_call_id) for r in swept.removed] == [("call", "c1"), ("result", None)]
+    answered = [ChatMessage.user("go"), call("c1"), result("c1"), legacy]
+    assert sweep_orphans(answered).history == answered
+    assert [p.kind for p in validate_tool_pairing(answered)] == ["legacy_result"]
 
 
 def test_item_6_dispatch_after_an_unresolved_one_goes_with_its_results() -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from histtrim import Policy
 from histtrim._files import read_document, write_atomically
+from histtrim.cli import main
 
 
 def test_a_new_file_gets_the_usual_permissions_and_an_old_one_keeps_its_own(
@@ -52,3 +56,96 @@ def test_config_documents_accept_a_byte_order_mark_and_name_a_bad_suffix(tmp_pat
     assert read_document(policy) == ('reactive_target = "1/2"\n', "toml")
     with pytest.raises(ValueError, match=r"path: expected a \.toml or \.json file"):
         read_document(tmp_path / "policy.yaml")
+
+
+def _reader(fifo: Path, got: list[bytes]) -> threading.Thread:
+    def read() -> None:
+        with open(fifo, "rb") as file:
+            got.append(file.read())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_fifo_is_written_to_never_replaced(tmp_path: Path) -> None:
+    """Issue 20 item 4: a non-regular target (here a FIFO) is written to directly; temp file +
+    rename replaced it with a regular file (as root, `-o /dev/null` deleted the null device)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    thread = _reader(fifo, got)
+    write_atomically(fifo, b"[1]\n")
+    thread.join(10)
+    assert got == [b"[1]\n"]
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["pipe"]
+
+
+def test_a_character_device_is_written_to_never_replaced(tmp_path: Path) -> None:
+    """Issue 20 item 4: a character device (a null device made in tmp_path) stays a device."""
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("cannot make a device node here")
+    write_atomically(null, b"[1]\n")
+    assert stat.S_ISCHR(null.stat().st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["null"]
+
+
+def test_a_directory_or_a_symlink_loop_is_an_os_error(tmp_path: Path) -> None:
+    """Issue 20 item 5: a symlink loop is an OSError (the CLI's "cannot write"), never a
+    RuntimeError from path resolution; a directory is refused as one."""
+    loop = tmp_path / "a"
+    loop.symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(loop)
+    with pytest.raises(OSError, match="symbolic links"):
+        write_atomically(loop, b"[]\n")
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        write_atomically(tmp_path, b"[]\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another owner")
+def test_an_overwrite_keeps_the_owner_and_group(tmp_path: Path) -> None:
+    """Issue 20 item 5: root rewriting a nobody-owned 0640 file left it root:root, unreadable
+    by its owner; the new file keeps the old owner, group and mode."""
+    target = tmp_path / "session.json"
+    target.write_bytes(b"[]\n")
+    os.chown(target, 65534, 65534)
+    target.chmod(0o640)
+    write_atomically(target, b"[1]\n")
+    after = target.stat()
+    assert (after.st_uid, after.st_gid, stat.S_IMODE(after.st_mode)) == (65534, 65534, 0o640)
+    assert target.read_bytes() == b"[1]\n"
+
+
+def test_output_to_dev_stdout_into_a_pipe(tmp_path: Path) -> None:
+    """Issue 20 item 4: `-o /dev/stdout` (and `-o -`) into a pipe write the output there."""
+    session = tmp_path / "s.json"
+    session.write_text('[{"role": "user", "content": "hi"}]')
+    command = [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5"]
+    for output in ("/dev/stdout", "-"):
+        done = subprocess.run(
+            [*command, "-o", output],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == session.read_bytes()
+
+
+def test_cli_says_cannot_write_for_a_symlink_loop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20 item 5: a symlink loop as `-o` is one line, "cannot write", no traceback."""
+    session = tmp_path / "s.json"
+    session.write_text('[{"role": "user", "content": "hi"}]')
+    loop = tmp_path / "a"
+    loop.symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(loop)
+    code = main(["trim", str(session), "--max-turns", "5", "-o", str(loop)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "cannot write" in err, err

@@ -5,6 +5,7 @@ and bad input named by line and field (never a RecursionError)."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -233,3 +234,25 @@ def test_detection_looks_at_every_record_not_text() -> None:
         assert read_history(encode(rows, layout)).format == "histtrim"
         assert read_history(encode(text, layout)).format == "openai"
         assert read_history(encode(late, layout)).format == "anthropic"
+
+
+def test_an_array_file_is_read_and_written_in_memory_near_its_size() -> None:
+    """Issue 20: an array-layout file took ~23x its size in memory (every record held as
+    objects); it is now scanned one record at a time, like JSON Lines: the traced peak of
+    reading, trimming and writing it back stays under 4x the file."""
+    rows = [{"role": "system", "content": "You are careful."}]
+    for n in range(10_000):
+        rows.append({"role": "user", "content": f"question {n} about the build"})
+        rows.append({"role": "assistant", "content": f"answer {n}: the config lacks a key"})
+    data = json.dumps(rows, indent=1).encode()
+    tracemalloc.start()
+    try:
+        history = read_history(data)
+        result = trim_history(history, budget_tokens=sum(history.costs) // 2)
+        out = write_history(history, result)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert history.layout == "array" and result.trimmed
+    assert json.loads(out)[1]["content"] == "[earlier turns omitted to fit the context window]"
+    assert peak < 4 * len(data)

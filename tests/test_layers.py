@@ -3,8 +3,8 @@
 - A top-level module of `histtrim/` is a part of the spec: its docstring starts with the rule
   IDs it implements, and it imports no subpackage (a lazy import inside a function counts).
   `_name.py` modules are the spec modules' own helpers and import nothing of histtrim.
-- A subpackage (`agent`, `adapters`, `display`, `cli`, `conformance`, `review`) is built on
-  the spec modules.
+- A subpackage (`agent`, `adapters`, `display`, `cli`, `conformance`, `review`,
+  `integrations`) is built on the spec modules.
 - `livingspec/` (not installed) holds what only the notebooks, the site, CI and maintainers
   use; nothing in `histtrim` imports it.
 - Every `from histtrim... import name` in the repository names the module that defines it;

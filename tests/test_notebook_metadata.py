@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import start_new_kernel
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
@@ -24,6 +25,16 @@ def test_committed_language_info_is_what_the_kernel_reports() -> None:
         metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
         assert metadata["language_info"] == reported, notebook.name
         assert metadata["kernelspec"]["name"] == "python3", notebook.name
+
+
+def test_committed_kernelspec_is_the_kernel_lab_starts() -> None:
+    """JupyterLab rewrites `kernelspec` from the kernel it starts (display name included:
+    "Python 3 (ipykernel)", not "Python 3"), which marked every notebook modified on open."""
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    expected = {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
+    for notebook in NOTEBOOKS:
+        metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
+        assert metadata["kernelspec"] == expected, notebook.name
 
 
 def test_every_figure_has_a_caption_and_alt_text() -> None:

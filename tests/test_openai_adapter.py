@@ -55,8 +55,8 @@ URLS = st.sampled_from(
         "data:image/png;base64,iVBORw0KGgo=",
         "/tmp/local.png",
         "relative.png",
-        "https://x.test/a]b.png",
-        "[IMAGE:https://x.test/nested.png]",
+        "https://x.test/a[b.png",  # a `]` cannot be carried: refused (issue 20)
+        "[IMAGE:https://x.test/nested.png",
         " https://x.test/padded.png ",
     ]
 )

@@ -203,6 +203,28 @@ def test_reactive_target_run_2() -> None:
     assert budget == before // 2
 
 
+def test_reactive_target_always_drops_a_turn_run_2() -> None:
+    """RUN-2 (issue 20 item 8): a tiny ratio makes a target of at least 1 token, never 0
+    (which means "no trim": nothing was dropped and every retry overflowed again)."""
+    before, budget = _reactive_budget(Policy(reactive_target="1/1000000"))
+    assert before < 1_000_000 and budget == 1
+    assert Policy(reactive_target="1/1000000").reactive_tokens(10) == 1
+    assert SPEC.reactive_tokens(300) == 200
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1e-5000", "1e-30000000", "1e-999999999", "1/18446744073709551616", "1" * 65],
+)
+def test_ratio_text_is_read_with_bounded_work(text: str) -> None:
+    """Issue 20 item 3: a ratio's text is checked before it is turned into a fraction (a huge
+    exponent made `Fraction` build a power of ten of that many digits: 43 s for 1e-30000000,
+    no end for 1e-999999999; 1e-5000 passed and crashed `review`)."""
+    with pytest.raises(ValidationError, match="expected a fraction like '2/3'") as error:
+        Policy.loads(f'reactive_target = "{text}"', format="toml")
+    assert error.value.errors()[0]["loc"] == ("reactive_target",)
+
+
 def test_default_turn_limit_limit_2() -> None:
     agent = _agent(Policy(default_max_history_turns=2))
     for n in range(3):

@@ -4,7 +4,9 @@ sender cache that counts rows (LIMIT-3)."""
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
+from fractions import Fraction
 
 import pytest
 from hypothesis import given
@@ -17,6 +19,7 @@ from histtrim import (
     ChatMessage,
     ConversationMessage,
     PairingProblem,
+    Policy,
     ToolCall,
     ToolResultMessage,
     ToolResults,
@@ -145,15 +148,27 @@ def test_pair_2_a_pair_split_across_turns_is_orphaned() -> None:
     assert swept.history == [session[0], session[2]]
 
 
-def test_pair_2_tool_row_without_a_readable_id_is_a_kept_legacy_row() -> None:
-    """Issue 9 item 6: a tool row whose tool_call_id cannot be read is kept (the reference
-    keeps it) and the validator reports it as legacy, not as an error."""
-    session = [ChatMessage.user("hi"), ChatMessage(role="tool", content="not json")]
+def test_pair_2_tool_row_without_a_readable_id_stays_only_after_a_dispatch() -> None:
+    """Issue 19: a tool row whose tool_call_id cannot be read stays only right after a
+    native dispatch (the reference's pass 2); after a user row it goes, and the validator
+    reports it there as an error (providers reject it)."""
+    legacy = ChatMessage(role="tool", content="not json")
+    session = [ChatMessage.user("hi"), legacy]
     swept = sweep_orphans(session)
-    assert swept.removed == ()
-    assert swept.history == session
-    assert validate_tool_pairing(session) == [PairingProblem("legacy_result", 1, None)]
-    assert not validate_tool_pairing(session)[0].is_error
+    assert swept.removed == (OrphanRemoval("result", None, 1),)
+    assert swept.history == session[:1]
+    assert validate_tool_pairing(session) == [PairingProblem("orphan_result", 1, None)]
+    assert validate_tool_pairing(session)[0].is_error
+    assert "no readable tool_call_id not right after" in str(validate_tool_pairing(session)[0])
+    kept = [
+        ChatMessage.user("hi"),
+        ChatMessage.assistant_tool_calls(None, [_call("c1")]),
+        ChatMessage.tool_result("c1", "ok"),
+        legacy,
+    ]
+    assert sweep_orphans(kept).history == kept
+    assert validate_tool_pairing(kept) == [PairingProblem("legacy_result", 3, None)]
+    assert not validate_tool_pairing(kept)[0].is_error
 
 
 def test_sweep_accepts_dicts_and_the_crumb_flag() -> None:
@@ -295,6 +310,40 @@ def test_pair_3_cap_keeps_head_and_tail_with_a_marker() -> None:
     assert len(cap_tool_result("y" * 60_000)) == 50_000 + len(
         "\n\n[... 10000 characters truncated ...]\n\n"
     )
+
+
+def test_pair_3_a_cut_just_above_the_cap_is_never_silent() -> None:
+    """PAIR-3 (issue 20 item 18): a 50,001-character result keeps a head and a tail with the
+    marker between, shrunk so the result is no longer than its input (it was the first
+    50,000 characters, no marker: the model never learned its end was missing)."""
+    content = "h" * 30_000 + "t" * 20_001
+    capped = cap_tool_result(content)
+    marker = "\n\n[... 37 characters truncated ...]\n\n"
+    assert capped == content[:33_309] + marker + content[-16_655:]
+    assert len(capped) == len(content)
+
+
+@given(st.integers(0, 300), st.integers(1, 300), st.fractions(0, 1))
+def test_pair_3_every_cut_keeps_head_marker_tail(length: int, cap: int, share: Fraction) -> None:
+    """PAIR-3: whenever the cap cuts a result that can hold its marker, the result is a head
+    of the input, the marker naming the characters left out, and a tail of the input, in the
+    policy's shares of at most `cap` characters, and never longer than the input."""
+    content = "".join(chr(0x61 + i % 26) if i % 7 else "ñ" for i in range(length))
+    policy = Policy(tool_result_head=share)
+    capped = cap_tool_result(content, cap, policy=policy)
+    assert len(capped) <= len(content)
+    if len(content) <= cap:
+        assert capped == content
+        return
+    found = re.search(r"\n\n\[\.\.\. (\d+) characters truncated \.\.\.\]\n\n", capped)
+    if found is None:  # only a result too short to hold the marker is a plain cut
+        assert len(content) <= len(f"\n\n[... {len(content)} characters truncated ...]\n\n")
+        assert capped == content[:cap]
+        return
+    kept = len(content) - int(found.group(1))
+    head, tail = policy.tool_result_split(kept)
+    assert 1 <= kept <= cap
+    assert capped == content[:head] + found.group(0) + content[len(content) - tail :]
 
 
 def test_cap_rejects_bad_limits() -> None:

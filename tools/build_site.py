@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from livingspec.specindex import RULE_ID, rule_coverage, rules
 
@@ -100,6 +101,16 @@ def rules_page(src: Path) -> str:
         seen = ", ".join(f"{{doc}}`{Path(nb).stem} <../{Path(nb).stem}>`" for nb in chapters)
         out.append(f"| {first} | {rule.text.replace('|', chr(92) + '|')} | {seen or '—'} |")
     return "\n".join(out) + "\n"
+
+
+def rules_script(src: Path) -> str:
+    """`HISTTRIM_RULES`: each rule ID -> its anchor (the heading of the first chapter that
+    demonstrates it, else its row of the rule table), for site.js: a rule ID typed into the
+    search field lands there."""
+    anchors = {entry.rule_id: (f"{Path(entry.notebooks[0]).stem}.html#{entry.rule_id.lower()}"
+                               if entry.notebooks else f"spec/rules.html#{entry.rule_id.lower()}")
+               for entry in rule_coverage(src, src / "spec" / "RULES.md")}
+    return f"window.HISTTRIM_RULES = {json.dumps(anchors, indent=1)};\n"
 
 
 def original_page(src: Path) -> str:
@@ -229,6 +240,87 @@ def _literals(text: str) -> str:
     return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
 
 
+_CELL = re.compile(r"<td>([^<]*)</td>")
+
+
+def _link_cells(html_text: str, chapters: set[str]) -> str:
+    """Table cells of an output as a reader wants them on the site: a chapter's file name
+    (`01_turns.ipynb`) links to its page, and a rule ID alone in a cell never wraps at its
+    hyphen."""
+
+    def cell(match: re.Match[str]) -> str:
+        text = match.group(1)
+        if RULE_ID.fullmatch(text):
+            return f'<td class="nowrap">{text}</td>'
+        linked = re.sub(r"\b(\d\d_\w+)\.ipynb\b", lambda m: (
+            f'<a href="{m.group(1)}.html">{m.group(1)}</a>' if m.group(1) in chapters
+            else m.group(0)), text)
+        return f"<td>{linked}</td>"
+
+    return _CELL.sub(cell, html_text)
+
+
+def stage_notebook(notebook: Path, target: Path) -> None:
+    """Copy a notebook for the site without its blank stream outputs (a `print()` between
+    two displays spaces the text a kernel prints, but would be an empty box on the page).
+    Every other output stays where it is: the site does not merge streams, so a label
+    printed before a table stays above that table."""
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    chapters = {p.stem for p in notebook.parent.glob("[0-9]*.ipynb")}
+    cells = []
+    for cell in data["cells"]:
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in cell["outputs"] if o["output_type"] != "stream"
+                               or "".join(o["text"]).strip()]
+        for output in cell.get("outputs", []):
+            html_text = output.get("data", {}).get("text/html")
+            if html_text is not None:
+                output["data"]["text/html"] = _link_cells("".join(html_text), chapters)
+        cells += _caption_figures_only(cell)
+    data["cells"] = cells
+    target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# A figure's data table longer than this is folded on the site (the figure shows it).
+FOLD_LINES = 9
+
+
+def _caption_figures_only(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    """A cell whose metadata captions its figure (`mystnb.figure`), split so that only its
+    images carry the caption: MyST-NB would put it under every display of the cell, tables
+    included. The input shows once, above the first part; the parts keep the output order;
+    a long table before the figure is folded (FOLD_LINES)."""
+    figure = cell.get("metadata", {}).get("mystnb", {}).get("figure")
+    outputs = cell.get("outputs", [])
+    is_image = [any(k.startswith("image/") for k in o.get("data", {})) for o in outputs]
+    if not figure or all(is_image) or not any(is_image):
+        return [cell]
+    parts: list[dict[str, Any]] = []
+    for image, output in zip(is_image, outputs, strict=True):
+        if not parts or parts[-1]["_image"] != image:
+            metadata = json.loads(json.dumps(cell["metadata"]))
+            if not image:
+                metadata["mystnb"].pop("figure")
+            if parts:
+                metadata["tags"] = [*metadata.get("tags", []), "remove-input"]
+            parts.append({**cell, "id": f"{cell.get('id', 'cell')}-{len(parts)}",
+                          "metadata": metadata, "outputs": [], "_image": image,
+                          "source": cell["source"] if not parts else "# (its figure)"})
+        parts[-1]["outputs"].append(output)
+    for part in parts:
+        # A long table of a figure's numbers is there for nbval (which ignores images): on
+        # the site it is folded above its figure; a short one stays open.
+        if not part.pop("_image") and _lines(part["outputs"]) > FOLD_LINES:
+            part["metadata"]["tags"] = [*part["metadata"].get("tags", []), "hide-output"]
+    return parts
+
+
+def _lines(outputs: list[dict[str, Any]]) -> int:
+    """The printed lines of outputs (a display counts by its text form)."""
+    return sum(len("".join(o.get("text") or o.get("data", {}).get("text/plain", "")).splitlines())
+               for o in outputs)
+
+
 def stage(src: Path) -> int:
     """Copy the sources into `src` and write the generated pages; return the chapter count."""
     if src.exists():
@@ -236,12 +328,13 @@ def stage(src: Path) -> int:
     shutil.copytree(ROOT / "docs", src, ignore=shutil.ignore_patterns("__pycache__"))
     chapters = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
     for notebook in chapters:
-        shutil.copy2(notebook, src / notebook.name)
+        stage_notebook(notebook, src / notebook.name)
     for name in ("RULES.md", "history-management.es.txt"):
         shutil.copy2(ROOT / "notebooks" / "spec" / name, src / "spec" / name)
     (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")
     (src / "spec" / "original.md").write_text(original_page(src), encoding="utf-8")
     (src / "api.rst").write_text(api_page(), encoding="utf-8")
+    (src / "_static" / "rules.js").write_text(rules_script(src), encoding="utf-8")
     info = build_info(len(chapters))
     (src / "_build_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")
     return len(chapters)

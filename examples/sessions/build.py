@@ -3,7 +3,8 @@
 Each kind is written in a format the CLI reads: histtrim provider-facing rows (JSON Lines:
 the coding agent, the first research agent), an Anthropic request body (the second research
 agent), histtrim structured items (JSON array: the support chat) and an OpenAI object whose
-`crumb_present` / `restored_turns` describe a restored session. The research agents' browser
+`crumb_present` / `restored_turns` describe a restored session, and a coding agent of 300 short
+turns (histtrim rows) for the prompt-cache review. The research agents' browser
 tool declares screenshots, which chat-completions messages cannot carry."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from histtrim import to_chat_messages
 from histtrim.adapters.openai import to_openai
 from histtrim.adapters.anthropic import to_anthropic
-from livingspec.synth import generate
+from livingspec.synth import generate, generate_long
 
 HERE = Path(__file__).resolve().parent
 
@@ -45,6 +46,10 @@ def main() -> None:
             f"restored-session-{seed}.json",
             {"crumb_present": True, "restored_turns": 8, "messages": to_openai(restored)},
         )
+    # Hundreds of short turns: meets a budget early, then trims on nearly every call (the
+    # prompt-cache review). Named to sort last, after the eight sessions above.
+    long = to_chat_messages(generate_long(1, 300))
+    _write("very-long-coding-agent.jsonl", [row.model_dump(mode="json") for row in long])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from histtrim.adapters.parts import marker_parts
-from histtrim.carriers import image_marker, json_object, parse_tool_result
+from histtrim.carriers import image_marker, json_object, json_text_too_deep, parse_tool_result
 from histtrim.messages import TOOL_RESULTS_PREFIX, Attachment, ChatMessage, ToolCall
 
 AnthropicMessage = dict[str, Any]
@@ -82,6 +82,10 @@ def _user_content(text: str) -> str | list[dict[str, Any]]:
 
 
 def _input(call: ToolCall) -> Any:
+    """The call's arguments as the block's `input`; text that is not JSON, or nests deeper than
+    the parser allows (found without recursion), is kept whole as `{"arguments": text}`."""
+    if json_text_too_deep(call.arguments):
+        return {"arguments": call.arguments}
     try:
         return json.loads(call.arguments)
     except ValueError:

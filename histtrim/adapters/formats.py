@@ -9,8 +9,10 @@ million-row file costs a few columns of integers on top of its bytes."""
 
 from __future__ import annotations
 
+import json
 import re
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain, compress
@@ -47,9 +49,9 @@ class HistoryFile:
     data: bytes
     """The input (without a UTF-8 BOM)."""
     spans: array[int]
-    """JSON Lines: each record's line as (start, end) offsets into `data`, flattened."""
+    """JSON Lines and arrays: each record's (start, end) offsets into `data`, flattened."""
     parsed: list[Any] | None
-    """Arrays and bodies: the records as parsed."""
+    """Request bodies: the records as parsed."""
     body: dict[str, Any] | None
     """A request body without its messages (they go back under `messages`)."""
     system_rows: int
@@ -71,18 +73,18 @@ class HistoryFile:
         return len(self.costs) - self.system_rows
 
     def record(self, index: int) -> Any:
-        """Record `index`, parsed again from the input (JSON Lines) or as parsed."""
+        """Record `index`, parsed again from the input (JSON Lines, arrays) or as parsed."""
         if self.parsed is not None:
             return self.parsed[index]
         return _loads(self.data[self.spans[2 * index] : self.spans[2 * index + 1]], 0)
 
     def record_bytes(self, index: int) -> bytes:
-        """JSON Lines: record `index` exactly as the input wrote it (no line break)."""
+        """JSON Lines and arrays: record `index` exactly as the input wrote it."""
         return self.data[self.spans[2 * index] : self.spans[2 * index + 1]]
 
     def line_of(self, index: int) -> int | None:
         """The 1-based line record `index` starts on (JSON Lines), for error messages."""
-        if self.parsed is not None or not 0 <= index < len(self.spans) // 2:
+        if self.layout != "jsonl" or not 0 <= index < len(self.spans) // 2:
             return None
         return self.data.count(b"\n", 0, self.spans[2 * index]) + 1
 
@@ -141,6 +143,13 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
         data = data[len(_BOM) :]
     start = _NON_SPACE.search(data)
     first = data[start.start() : start.start() + 1] if start else b""
+    elements = array_spans(data) if first == b"[" else None
+    if elements is not None:
+        try:
+            chosen = format or _detect_lines(data, elements)
+            return _priced(chosen, "array", data, elements, None, None, bom)
+        except FormatError:
+            pass  # the whole-document parse below names the problem as it always has
     document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
     if isinstance(document, list) or (isinstance(document, dict) and "messages" in document):
         records = document.get("messages") if isinstance(document, dict) else document
@@ -162,9 +171,54 @@ def sniff_format(data: bytes) -> Format:
     data = data.removeprefix(_BOM)
     start = _NON_SPACE.search(data)
     first = data[start.start() : start.start() + 1] if start else b""
+    elements = array_spans(data) if first == b"[" else None
+    if elements is not None:
+        return _detect_lines(data, elements)
     if first == b"[" or (first == b"{" and _is_body(data)):
         return detect_format(_loads(data, None))
     return _detect_lines(data, _line_spans(data))
+
+
+_WHITE = re.compile(r"[ \t\r\n]*")
+_SCAN = json.JSONDecoder().raw_decode
+
+
+def array_spans(data: bytes) -> array[int] | None:
+    """A JSON array's elements as (start, end) byte offsets, found one element at a time (at
+    most one element's objects alive, so an array file takes about as much memory as JSON
+    Lines); None when the text is not a plain JSON array the scan can read (the caller's
+    whole-document parse then reports why)."""
+    try:
+        text = data.decode("utf-8")
+        ascii_only = text.isascii()
+        spans: array[int] = array("q")
+        at = _WHITE.match(text).end()  # type: ignore[union-attr]
+        if text[at : at + 1] != "[":
+            return None
+        at = _WHITE.match(text, at + 1).end()  # type: ignore[union-attr]
+        done = text[at : at + 1] == "]"
+        chars = byte = 0
+        while not done:
+            _, end = _SCAN(text, at)
+            if not ascii_only:
+                byte += len(text[chars:at].encode("utf-8"))
+                start, chars = byte, at
+                byte += len(text[at:end].encode("utf-8"))
+                spans.extend((start, byte))
+                chars = end
+            else:
+                spans.extend((at, end))
+            at = _WHITE.match(text, end).end()  # type: ignore[union-attr]
+            separator = text[at : at + 1]
+            if separator not in (",", "]"):
+                return None
+            done = separator == "]"
+            at = _WHITE.match(text, at + 1).end()  # type: ignore[union-attr]
+        if at != len(text):
+            return None
+    except (ValueError, RecursionError):
+        return None
+    return spans
 
 
 def _is_body(data: bytes) -> bool:
@@ -194,14 +248,18 @@ def _line_spans(data: bytes) -> array[int]:
 
 
 def _detect_lines(data: bytes, spans: array[int]) -> Format:
-    """`detect_format` for JSON Lines, parsing only the lines a byte search points at."""
+    """`detect_format` for JSON Lines and arrays (records at `spans`), parsing only the
+    records a byte search points at."""
+    starts = spans[0::2]
     for needles, fmt in _HINTS:
         for needle in needles:
             at = data.find(needle)
             while at >= 0:
-                start = data.rfind(b"\n", 0, at) + 1
-                end = data.find(b"\n", at)
-                end = len(data) if end < 0 else end
+                k = bisect_right(starts, at) - 1
+                if k < 0 or at >= spans[2 * k + 1]:  # between records
+                    at = data.find(needle, at + 1)
+                    continue
+                start, end = spans[2 * k], spans[2 * k + 1]
                 try:
                     record = _loads(data[start:end], None)
                 except FormatError:
@@ -232,9 +290,14 @@ def _loads(text: bytes, line: int | None) -> Any:
 
 
 def _anthropic_system(body: Mapping[str, Any]) -> str:
+    """The body's `system` text; a malformed one is a `FormatError` naming the field."""
     from histtrim.adapters.anthropic import from_anthropic
+    from histtrim.adapters.anthropic_checks import AnthropicFormatError
 
-    return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
+    try:
+        return from_anthropic({"system": body["system"], "messages": []}).rows[0].content
+    except AnthropicFormatError as error:
+        raise FormatError(error.problem, line=1, field=error.field) from None
 
 
 def _priced(

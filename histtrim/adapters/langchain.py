@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from histtrim.carriers import image_marker
 from histtrim.estimate import message_costs
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 from histtrim.trim import first_turn_within
@@ -147,12 +148,13 @@ def _text(content: Any, *, images: bool) -> str:
         raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
     pieces: list[str] = []
     for block in content:
+        url = _image_url(block) if images and isinstance(block, dict) else None
         if isinstance(block, str):
             pieces.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
             pieces.append(str(block.get("text", "")))
-        elif images and isinstance(block, dict) and _image_url(block) is not None:
-            pieces.append(f"[IMAGE:{_image_url(block)}]")
+        elif url is not None:
+            pieces.append(image_marker(url))
         else:
             pieces.append(json.dumps(block, ensure_ascii=False, default=str))
     return "".join(pieces)

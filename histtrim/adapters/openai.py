@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from histtrim.adapters import RecordTrimResult, trim_records
 from histtrim.adapters.openai_checks import OpenAIFormatError, check_message
 from histtrim.adapters.parts import marker_parts
-from histtrim.carriers import parse_tool_calls, parse_tool_result
+from histtrim.carriers import image_marker, parse_tool_calls, parse_tool_result
 from histtrim.messages import (
     BREADCRUMB,
     MAX_JSON_DEPTH,
@@ -39,7 +39,6 @@ from histtrim.policy import SPEC, Policy
 OpenAIMessage = dict[str, Any]
 
 ENVELOPE_KEY = "openai"
-_MARK_OPEN, _MARK_CLOSE = "[IMAGE:", "]"
 
 
 def from_openai(messages: Iterable[Mapping[str, Any]]) -> list[ChatMessage]:
@@ -146,7 +145,7 @@ def _text(content: object, *, images: bool) -> str:
         if part["type"] == "text":
             pieces.append(part["text"])
         elif part["type"] == "image_url" and images:
-            pieces.append(_MARK_OPEN + part["image_url"]["url"] + _MARK_CLOSE)
+            pieces.append(image_marker(part["image_url"]["url"]))
     return "".join(pieces)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from histtrim.carriers import IMAGE_MARKER, marker_image
+from histtrim.carriers import image_markers, marker_image
 
 Part = dict[str, Any]
 
@@ -17,15 +17,15 @@ def marker_parts(text: str, image_part: Callable[[str, str], Part | None]) -> st
     text); the text itself when no marker became a part."""
     parts: list[Part] = []
     position = 0
-    for match in IMAGE_MARKER.finditer(text):
-        image = marker_image(match.group(1))
-        part = None if image is None else image_part(image, match.group(0))
+    for marker in image_markers(text):
+        image = marker_image(marker.payload)
+        part = None if image is None else image_part(image, text[marker.start : marker.end])
         if part is None:
             continue
-        if match.start() > position:
-            parts.append({"type": "text", "text": text[position : match.start()]})
+        if marker.start > position:
+            parts.append({"type": "text", "text": text[position : marker.start]})
         parts.append(part)
-        position = match.end()
+        position = marker.end
     if not parts:
         return text
     if position < len(text):

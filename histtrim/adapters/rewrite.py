@@ -7,6 +7,7 @@ and row costs: no row is made."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -37,6 +38,8 @@ class FileTrim:
     turns_after: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+    crumb_tokens: int = 0
+    """The breadcrumb's share of `tokens_after` (inserted or the input's; 0: none is kept)."""
 
     @property
     def trimmed(self) -> bool:
@@ -90,6 +93,7 @@ def trim_history(
         turns_after=plan.turns_after,
         tokens_before=plan.tokens_before,
         tokens_after=plan.tokens_after,
+        crumb_tokens=plan.crumb_tokens,
     )
 
 
@@ -105,6 +109,8 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
     tail = range(trim.cut - rec, hf.records)
     if hf.layout == "jsonl":
         return bom + _jsonl(hf, head, crumb, tail)
+    if hf.layout == "array":
+        return bom + _array(hf, head, crumb, tail)
     records: list[Any] = [hf.record(i) for i in head]
     if crumb is not None:
         records.append(crumb)
@@ -119,17 +125,74 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
     return bom + out + b"\n"
 
 
+def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
+    """The kept records exactly as `json.dumps(records, indent=2)` writes them, each record
+    parsed only when the encoder reaches it (the array is never held as objects: its memory
+    stays near the file's size)."""
+    count = len(head) + (crumb is not None) + len(tail)
+    records = _Records(lambda: _kept(hf, head, crumb, tail), count)
+    try:
+        return _encoded(json.JSONEncoder(indent=2, ensure_ascii=False), records)
+    except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
+        return _encoded(json.JSONEncoder(indent=2), records)
+
+
+def _encoded(encoder: json.JSONEncoder, records: list[Any]) -> bytes:
+    """The encoder's text as UTF-8, its many small pieces joined a batch at a time."""
+    parts: list[bytes] = []
+    batch: list[str] = []
+    for piece in encoder.iterencode(records):
+        batch.append(piece)
+        if len(batch) == 65_536:
+            parts.append("".join(batch).encode("utf-8"))
+            batch.clear()
+    parts.append("".join(batch).encode("utf-8"))
+    parts.append(b"\n")
+    return b"".join(parts)
+
+
+class _Records(list):  # type: ignore[type-arg]
+    """A list as the JSON encoder sees it (its length, its items in order), whose items are
+    made one at a time while the encoder writes them."""
+
+    def __init__(self, produce: Callable[[], Iterator[Any]], count: int) -> None:
+        super().__init__()
+        self._produce, self._count = produce, count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._produce()
+
+
+def _kept(
+    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
+) -> Iterator[Any]:
+    yield from (hf.record(i) for i in head)
+    if crumb is not None:
+        yield crumb
+    yield from (hf.record(i) for i in tail)
+
+
 def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
     data, spans = hf.data, hf.spans
+    newline = line_ending(data)
     parts: list[bytes] = []
     if head:
         parts.append(data[: spans[2 * head[-1] + 1]] + b"\n")
     if crumb is not None:
-        parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + b"\n")
+        parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + newline)
     if tail:
         end = data[spans[2 * tail[-1] + 1] :]
-        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or b"\n"))
+        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or newline))
     return b"".join(parts)
+
+
+def line_ending(data: bytes) -> bytes:
+    """The file's line ending: `\\r\\n` when its first line ends so, else `\\n`."""
+    end = data.find(b"\n")
+    return b"\r\n" if end > 0 and data[end - 1 : end] == b"\r" else b"\n"
 
 
 def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:

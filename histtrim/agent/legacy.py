@@ -51,7 +51,9 @@ def legacy_run(
     profile = runtime.profile
     toolbox = _Toolbox(tools, runtime.policy)
     rows = [*chat_rows(history), ChatMessage.user(text)]
-    trimmed = trim_to_recent_turn_count(rows, runtime.max_turns)
+    trimmed = trim_to_recent_turn_count(
+        rows, runtime.max_turns, target=runtime.policy.turn_trim_target
+    )
     if trimmed.trimmed:
         log.info(
             "%s: dropped_turns=%d dropped_messages=%d kept_turns=%d max_turns=%d",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
@@ -286,19 +287,24 @@ class Agent:
     def _apply_turn_limit(self) -> None:
         """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
 
-        The ledger counts the turns (O(1)); only an excess runs the trim."""
+        The ledger counts the turns (O(1)); only an excess runs the trim, which keeps the
+        policy's low-water mark of turns (`turn_trim_target`; the spec's is 1)."""
         max_turns = self.runtime.max_turns
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
             return
         budget = self.runtime.effective_context_budget()
-        self._visible_trim(max_turns=max_turns, budget_in_force=budget)
+        self._visible_trim(
+            max_turns=max_turns, budget_in_force=budget,
+            turn_target=self.policy.turn_trim_target,
+        )
 
     def _proactive_trim(self) -> None:
         """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
-        check on the ledger; only a needed trim looks at the rows."""
+        check on the ledger; only a needed trim looks at the rows. The trim fits the policy's
+        low-water mark (`token_trim_target`; the spec's is 1: just under the budget)."""
         budget = self.runtime.effective_context_budget()
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
-            self._visible_trim(budget_tokens=budget)
+            self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
         """After a provider overflow: trim to two thirds of the estimate (the policy's
@@ -311,15 +317,17 @@ class Agent:
 
     def _visible_trim(
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
-        budget_in_force: int = 0,
+        budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
+        token_target: Fraction = Fraction(1),
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
-        the event goes to the client transports and the observers (SEEN-2..3)."""
+        the event, naming a low-water mark only when it is not the spec's 1, goes to the
+        client transports and the observers (SEEN-2..3)."""
         trim = trim_structured(
             self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
-            pricing=self._ledger.pricing,
+            pricing=self._ledger.pricing, turn_target=turn_target, token_target=token_target,
         )
         if not trim.plan.trimmed:
             return

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import NoReturn
 
 from histtrim.cli.argtypes import count
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="histtrim",
         description="Trim chat histories by whole turns and explain context budgets.",
     )
+    parser.add_argument("--version", action="version", version=f"histtrim {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def session_args(command: argparse.ArgumentParser) -> None:
@@ -89,15 +91,25 @@ def build_parser() -> argparse.ArgumentParser:
     route_args(trim, required=False)
     trim.add_argument("-o", "--output", help="write here instead of stdout")
     add_tokenizer_arg(trim)
-    trim.set_defaults(run=cmd_trim)
+    trim.set_defaults(run=cmd_trim, command_parser=trim)
 
-    estimate = commands.add_parser("estimate", help="per-turn messages, tokens and images")
+    estimate = commands.add_parser(
+        "estimate",
+        help="per-turn messages, tokens and images",
+        description="Prints one line per turn (its first line in the file, messages, tokens, "
+        "images, and the tokens kept if the trim keeps that turn and every newer one), then "
+        "the totals. Nothing is written.",
+    )
     session_args(estimate)
     add_tokenizer_arg(estimate)
     estimate.set_defaults(run=cmd_estimate)
 
     explain = commands.add_parser(
-        "explain", help="how the budget and capacity of a route are resolved, rule by rule"
+        "explain",
+        help="how the budget and capacity of a route are resolved, rule by rule",
+        description="Resolves the agent's route in the config (an explicit --model switch, "
+        "else a --hint, else the default) and prints each step of its budget and capacity "
+        "with the rule that decides it.",
     )
     route_args(explain, required=True)
     explain.set_defaults(run=cmd_explain)
@@ -106,9 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_trim_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+def _check_trim_args(args: argparse.Namespace) -> None:
+    """The limits `trim` needs; a mistake shows `trim`'s usage, not the top-level one."""
     if args.command != "trim":
         return
+    parser: argparse.ArgumentParser = args.command_parser
     chosen = [name for name in ("budget", "max_turns") if getattr(args, name) is not None]
     if args.config is not None and chosen:
         parser.error(f"--config cannot be combined with --{chosen[0].replace('_', '-')}")
@@ -120,12 +134,20 @@ def _check_trim_args(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error("--model and --hint need --config")
 
 
+def _version() -> str:
+    """The installed distribution's version (the source tree's when not installed)."""
+    try:
+        return metadata.version("histtrim")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit code (0, or 2 for bad input or arguments)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        _check_trim_args(parser, args)
+        _check_trim_args(args)
     except SystemExit as exit:
         return exit.code if isinstance(exit.code, int) else EXIT_BAD_INPUT
     try:

@@ -27,11 +27,18 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
+MAX_WHOLE = 2**64 - 1
+"""The largest count an option takes: the config's own bound (a u64, as in the reference)."""
+
+
 def _whole_number(text: str, minimum: int) -> int:
+    shown = text if len(text) <= 40 else text[:37] + "..."
     try:
-        value = int(text)
+        value = int(text) if len(text) <= 40 else minimum - 1
     except ValueError:
         value = minimum - 1
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+    if not minimum <= value <= MAX_WHOLE:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {minimum} to {MAX_WHOLE}, got {shown!r}"
+        )
     return value

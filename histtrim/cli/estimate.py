@@ -77,7 +77,8 @@ def turn_table_lines(
     if counted is not None and counted[1]:
         exact = f" ({counted[0]}: {counted[1][0].cumulative})"
     yield (
-        f"total: {turns} turns, {messages} messages, {total} tokens{exact}, "
+        f"total: {turns} turn{'s' * (turns != 1)}, {messages} message{'s' * (messages != 1)}, "
+        f"{total} token{'s' * (total != 1)}{exact}, "
         f"{images} image{'s' * (images != 1)}"
     )
     if counted is not None:

@@ -4,48 +4,21 @@ step a line, each with its rule ID."""
 from __future__ import annotations
 
 import argparse
-import tomllib
-from pathlib import Path
 
-from pydantic import ValidationError
-
+from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
-from histtrim.cli.jsontext import CONFIG_DECODER, check_value, decode, loads, read_bytes
-from histtrim.cli.output import emit
+from histtrim.cli.output import emit, visible
 from histtrim.config import FALLBACK_CONTEXT_TOKENS, AgentConfig, RuntimeProfile
 from histtrim.route import ResolvedRuntime, select_route
 
 
 def load_route(args: argparse.Namespace) -> ResolvedRuntime:
     """Load `--config` and select the route of `--agent` (with `--hint` / `--model`)."""
-    config = _load_config(args.config)
+    config = load_config(args.config, AgentConfig)
     try:
         return select_route(config, args.agent, hint=args.hint, session_model=args.model)
     except ValueError as error:
         raise InputError(args.config, str(error)) from None
-
-
-def _load_config(path: str) -> AgentConfig:
-    """A `.toml` or `.json` config read like a session: bytes, BOM, strict JSON, one line."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in (".toml", ".json"):
-        raise InputError(path, f"path: expected a .toml or .json file, got {Path(path).name!r}")
-    text = decode(path, read_bytes(path))
-    try:
-        if suffix == ".toml":
-            data = tomllib.loads(text)
-        else:
-            data = loads(path, text, decoder=CONFIG_DECODER)
-            check_value(path, data, line=None)
-        return AgentConfig.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"])
-        raise InputError(path, first["msg"], field=loc or None) from None
-    except tomllib.TOMLDecodeError as error:
-        raise InputError(path, f"invalid TOML: {error}") from None
-    except RecursionError:
-        raise InputError(path, "nested too deeply") from None
 
 
 def explain_route(runtime: ResolvedRuntime, *, agent: str, model: str | None,
@@ -156,5 +129,5 @@ def _explain_budget(profile: RuntimeProfile, window: int, out: list[str]) -> int
 def cmd_explain(args: argparse.Namespace) -> int:
     runtime = load_route(args)
     lines = explain_route(runtime, agent=args.agent, model=args.model, hint=args.hint)
-    emit(None, ("\n".join(lines) + "\n").encode("utf-8"))
+    emit(None, "".join(visible(line) + "\n" for line in lines).encode("utf-8"))
     return EXIT_OK

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import uuid
 from collections.abc import Callable
@@ -135,15 +136,18 @@ def _text_problem(text: str) -> str | None:
 
 def dumps(value: Any, dump: Callable[[Any], str]) -> str:
     """`dump(value)` (a `json.dumps` with `allow_nan=False`), with every `RawFloat` written
-    as the text it was read from: standard JSON, whatever the numbers were."""
-    raw: dict[str, str] = {}
+    as the text it was read from: standard JSON, whatever the numbers were.
+
+    Each such number is dumped as a placeholder string (a random token and its index) and the
+    placeholders are swapped back in one pass over the output (a `str.replace` per number was
+    quadratic: 67 s for a 960 KB file of them)."""
+    raw: list[str] = []
     token = uuid.uuid4().hex
 
     def swap(item: Any) -> Any:
         if isinstance(item, RawFloat):
-            key = f"{token}:{len(raw)}"
-            raw[json.dumps(key)] = item.text
-            return key
+            raw.append(item.text)
+            return f"{token}:{len(raw) - 1}"
         if isinstance(item, dict):
             return {k: swap(v) for k, v in item.items()}
         if isinstance(item, list):
@@ -151,6 +155,7 @@ def dumps(value: Any, dump: Callable[[Any], str]) -> str:
         return item
 
     text = dump(swap(value))
-    for quoted, number in raw.items():
-        text = text.replace(quoted, number, 1)
-    return text
+    if not raw:
+        return text
+    placeholder = re.compile(f'"{token}:([0-9]+)"')
+    return placeholder.sub(lambda found: raw[int(found.group(1))], text)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.cli.argtypes import count, positive
+from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.jsontext import display_name, read_bytes
 from histtrim.cli.rowfiles import read_rows, sniff
@@ -23,6 +24,7 @@ from histtrim.cli.tokenizer import add_tokenizer_arg, token_counter
 from histtrim.config import AgentConfig, ProviderProfile, RuntimeProfile
 from histtrim.messages import ConversationMessage
 from histtrim.policy import SPEC, Policy
+from histtrim.review.cache import PROVIDERS, CacheModel, cache_model
 from histtrim.review.compare import SessionLoadError, format_review, run_review
 from histtrim.review.replay import ReplaySettings
 from histtrim.review.sessions import ReviewSession, session_from_items
@@ -65,7 +67,7 @@ def _true_window(args: argparse.Namespace, window: int | None) -> int | None:
     tokenizer counts more than the estimate: overflows happen)."""
     if args.true_window is not None:
         return int(args.true_window)
-    return window * 3 // 4 if window else None
+    return max(1, window * 3 // 4) if window else None
 
 
 def load_session(path: str) -> ReviewSession:
@@ -107,14 +109,7 @@ def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
 
 def load_policy(path: str) -> Policy:
     """A policy file; a bad value is reported with its file and field."""
-    try:
-        return Policy.load(path)
-    except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise InputError(path, first["msg"], field=field or None) from None
-    except (OSError, ValueError) as error:
-        raise InputError(path, str(error)) from None
+    return load_config(path, Policy)
 
 
 def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
@@ -126,6 +121,30 @@ def policies_from(paths: Sequence[str]) -> list[tuple[str, Policy]]:
             raise InputError(path, f"two policies are named {label!r}")
         pairs.append((label, load_policy(path)))
     return pairs
+
+
+def cache_from(args: argparse.Namespace) -> CacheModel | None:
+    """`--cache` (a provider's name or a file of the user's numbers) with `--input-price`."""
+    given, price = args.cache, args.input_price
+    if given is None:
+        if price is not None:
+            raise InputError("--input-price", "needs --cache")
+        return None
+    try:
+        model = cache_model(given)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise InputError(given, first["msg"], field=field or None) from None
+    except (OSError, ValueError) as error:
+        names = ", ".join(PROVIDERS)
+        raise InputError(given, f"{error} (or a provider: {names})") from None
+    if price is None:
+        return model
+    try:
+        return CacheModel.model_validate({**model.model_dump(), "input_price_per_mtok": price})
+    except ValidationError as error:
+        raise InputError("--input-price", error.errors()[0]["msg"]) from None
 
 
 def _needs_extra(args: argparse.Namespace, option: str, module: str, what: str) -> None:
@@ -147,10 +166,10 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     _needs_extra(args, "dask", "distributed", "a Dask cluster needs the 'distributed' package")
     tokenizer = getattr(args, "tokenizer", None)
     if args.config is not None:
+        config = load_config(args.config, AgentConfig)
         try:
-            config = AgentConfig.load(args.config)
             runtime = select_route(config, args.agent)
-        except (ValidationError, ValueError, OSError) as error:
+        except ValueError as error:
             raise InputError(args.config, str(error).split("\n", 1)[0]) from None
         provider = runtime.provider or ProviderProfile()
         window = provider.context_window or None
@@ -181,7 +200,10 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise InputError("--config", "--config and --agent go together")
     paths = session_paths(args.sessions)
     policies = policies_from(args.policy)
+    cache = cache_from(args)
     settings = settings_from(args)
+    if cache is not None:
+        settings = settings.model_copy(update={"record_prompts": True})
     progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
     try:
         review = run_review(
@@ -190,11 +212,18 @@ def cmd_review(args: argparse.Namespace) -> int:
         )
     except SessionLoadError as error:
         raise InputError(error.path, error.problem.removeprefix(f"{error.path}: ")) from None
-    print(format_review(review))
+    except ValueError as error:
+        if args.dask is None or not str(error).startswith("dask: "):
+            raise
+        raise InputError("--dask", str(error).removeprefix("dask: ")) from None
+    print(format_review(review, cache=cache))
     if args.html:
         from histtrim.review.report import write_report
 
-        write_report(args.html, review, settings)
+        try:
+            write_report(args.html, review, settings, cache)
+        except OSError as error:
+            raise InputError(args.html, f"cannot write: {error.strerror or error}") from None
         print(f"report: {args.html}")
     return EXIT_OK
 
@@ -223,13 +252,27 @@ def add_review_command(commands: Any) -> None:
         "declared window)",
     )
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
-    review.add_argument("--max-tool-iterations", type=positive, default=10)
+    review.add_argument("--max-tool-iterations", type=positive, default=10,
+                        help="tool rounds the replayed agent may run per turn (default 10)")
     review.add_argument("--html", help="write a self-contained HTML report here")
+    review.add_argument(
+        "--cache", metavar="PROVIDER|FILE",
+        help=f"price each policy's requests with a prompt cache: {', '.join(PROVIDERS)}, or a "
+        ".toml/.json file with min_prefix, granularity, read, write and source",
+    )
+    review.add_argument(
+        "--input-price", metavar="PER_MTOK",
+        help="normal input price per million tokens (text: '3' or '2.5'), for costs in money",
+    )
     add_tokenizer_arg(review)
     review.add_argument(
         "--workers", type=positive, help=f"processes (default: every core, {os.cpu_count()})"
     )
-    review.add_argument("--dask", metavar="ADDRESS", help="run on this Dask scheduler")
+    review.add_argument(
+        "--dask", metavar="ADDRESS",
+        help="run on this Dask scheduler; it must be a cluster you trust (results come back "
+        "pickled, and unpickling runs whatever the scheduler sends)",
+    )
     review.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=None,
         help=f"progress bar on stderr (default: from {PROGRESS_FROM} sessions on)",

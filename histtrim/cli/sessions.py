@@ -13,6 +13,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from histtrim.adapters.openai import from_openai
 from histtrim.adapters.openai_checks import OpenAIFormatError
+from histtrim.adapters.rewrite import line_ending
 from histtrim.cli.errors import InputError
 from histtrim.cli.jsontext import BOM, check_value, decode, display_name, dumps, loads, read_bytes
 from histtrim.cli.positions import array_offsets, line_numbers, messages_offset, skip_space
@@ -177,7 +178,8 @@ def render(session: Session, records: Sequence[Any]) -> bytes:
     """The records as standard JSON in the session's own layout (array, object or JSON
     Lines), with the input's byte order mark if it had one."""
     if session.layout == "jsonl":
-        text = "".join(dumps(r, _compact) + "\n" for r in records)
+        newline = line_ending(session.data).decode("ascii")
+        text = "".join(dumps(r, _compact) + newline for r in records)
     else:
         document: Any = list(records)
         if session.layout == "object":

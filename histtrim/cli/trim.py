@@ -64,6 +64,8 @@ class _Outcome:
     tokens: int
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
+    crumb_tokens: int = 0
+    """The breadcrumb row's share of `tokens` (0: the output has none)."""
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
@@ -100,7 +102,7 @@ def _trim_rows(
     )
     outcome = _Outcome(
         index.turn_count, plan.tokens_before, plan.turns_after, plan.tokens_after,
-        events=list(plan.events),
+        events=list(plan.events), crumb_tokens=plan.crumb_tokens,
     )
     if plan.trimmed:
         outcome.records = plan.kept(session.records, _crumb_record(session))
@@ -143,7 +145,9 @@ def _count(number: int, noun: str) -> str:
 
 
 def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
-    """The summary line on stderr, with CAP-1 named when the newest turn alone is over."""
+    """The summary line on stderr; when one turn is left over the budget it says why: the
+    newest turn alone is over (CAP-1), or the breadcrumb sent with it tips it over (KEEP-3,
+    SEEN-1), which can leave more tokens than the input had."""
     if outcome.events:
         dropped = sum(event.dropped_messages for event in outcome.events)
         text = (
@@ -156,13 +160,27 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
             f"histtrim: nothing to trim in {path}: {_count(outcome.turns, 'turn')}, "
             f"{_count(outcome.tokens, 'token')}"
         )
+    text += f" ({limits.describe()})"
     budget = limits.budget or 0
     if budget and outcome.tokens > budget and outcome.turns <= 1:
-        text += (
-            f"; the newest turn alone is over the budget of {_count(budget, 'token')} and is "
-            "kept whole (CAP-1)"
-        )
-    return f"{text} ({limits.describe()})"
+        without = outcome.tokens - outcome.crumb_tokens
+        if without > budget:
+            text += (
+                f"; the newest turn alone is over the budget of {_count(budget, 'token')} and"
+                " is kept whole (CAP-1)"
+            )
+        else:
+            more = (
+                f", more than the {_count(outcome.tokens_before, 'token')} given"
+                if outcome.tokens > outcome.tokens_before else ""
+            )
+            text += (
+                f"; the kept rows without the breadcrumb ({_count(without, 'token')}) fit the"
+                f" budget of {_count(budget, 'token')}, the breadcrumb sent with them"
+                f" ({_count(outcome.crumb_tokens, 'token')}) tips them over{more}"
+                " (KEEP-3, SEEN-1)"
+            )
+    return text
 
 
 def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tuple[
@@ -178,7 +196,7 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         raise file_crumb_error(source, hf) from None
     outcome = _Outcome(
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
-        events=result.events,
+        events=result.events, crumb_tokens=result.crumb_tokens,
     )
     return outcome, write_history(hf, result)
 

@@ -66,7 +66,14 @@ INVALID_INPUT = "invalid_input"
 
 
 def invalid(error: ValueError | ValidationError) -> ProtocolError:
-    return ProtocolError(INVALID_INPUT, str(error).splitlines()[0])
+    """The `invalid_input` error for a refused input, in one line naming the field (for a
+    validation error: the first failing location and why)."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or error.title
+        return ProtocolError(INVALID_INPUT, f"{where}: {first['msg']}")
+    lines = str(error).splitlines()
+    return ProtocolError(INVALID_INPUT, lines[0] if lines else type(error).__name__)
 
 
 def require(arguments: Mapping[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:

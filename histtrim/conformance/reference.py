@@ -6,11 +6,41 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from histtrim.conformance.codec import JsonObject, ProtocolError
+from histtrim.conformance.codec import INVALID_INPUT, JsonObject, ProtocolError
 from histtrim.conformance.functions import STATELESS, Function
 from histtrim.conformance.scenario import SCENARIOS
+from histtrim.conformance.schema import FUNCTIONS as SCHEMAS
 
-FUNCTIONS: dict[str, Function] = {**STATELESS, **SCENARIOS}
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,), "boolean": (bool,), "string": (str,), "object": (dict,),
+    "array": (list,), "null": (type(None),),
+}
+
+
+def _typed(name: str, function: Function) -> Function:
+    """`function` behind its arguments schema's JSON types: an argument of another type is
+    `invalid_input` naming it, before histtrim sees it (a boolean is not an integer)."""
+    properties: dict[str, Any] = SCHEMAS[name]["arguments"]["properties"]
+
+    def call(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+        for argument, schema in properties.items():
+            if argument not in arguments:
+                continue
+            names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+            value = arguments[argument]
+            kinds = tuple(k for n in names for k in _JSON_TYPES[n])
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise ProtocolError(INVALID_INPUT, f"arguments.{argument}: expected "
+                                    f"{' or '.join(names)}")
+        return function(history, arguments)
+
+    call.__name__ = name
+    return call
+
+
+FUNCTIONS: dict[str, Function] = {
+    name: _typed(name, function) for name, function in {**STATELESS, **SCENARIOS}.items()
+}
 """Protocol function name -> histtrim's answer (the order is the README's order)."""
 
 
@@ -28,7 +58,7 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     "estimate_history_tokens": _ids("EST-1..4"),
     "message_costs": _ids("EST-1..4"),
     "index_turns": _ids("TURN-2..3 TURN-5"),
-    "trim_to_recent_turns": _ids("KEEP-1 KEEP-3 CAP-1 TURN-2..6 PAIR-1"),
+    "trim_to_recent_turns": _ids("KEEP-1 KEEP-3 CAP-1 TURN-1..6 PAIR-1"),
     "trim_to_recent_turn_count": _ids("KEEP-2..3 LIMIT-1..2 TURN-2..6 PAIR-1"),
     "trim_conversation_to_recent_turns": _ids("KEEP-2..3 LIMIT-1..2 TURN-1..6 PAIR-1"),
     "drop_oldest_whole_turn": _ids("TURN-4 TURN-2..3 TURN-5 PAIR-1"),

@@ -1,10 +1,12 @@
-"""What a run reports: a table per rule, the first failing vector of each rule with a diff of
-expected vs actual, a JUnit XML file for CI systems."""
+"""What a run reports: a table per rule, then every failing vector grouped by function and
+rule with counts (the differing fields first, the implementation's stderr for a crash),
+the stray output, and a JUnit XML file with one test case per vector."""
 
 from __future__ import annotations
 
 import difflib
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +14,13 @@ from typing import Any
 from xml.etree import ElementTree
 
 from histtrim.conformance.codec import atomic_write
-from histtrim.conformance.runner import Outcome
-from histtrim.conformance.vectors import in_scope
+from histtrim.conformance.compare import differences
+from histtrim.conformance.runner import Outcome, RunResult, printable
+from histtrim.conformance.vectors import Vector, in_scope
+
+DETAILS_PER_GROUP = 3
+"""Failing vectors shown with their differences per (function, rules) group; the others of
+the group are listed one per line."""
 
 
 @dataclass(frozen=True)
@@ -23,24 +30,29 @@ class RuleTally:
     failed: int
     not_implemented: int
     first_failure: Outcome | None
+    covered: bool = True
+    """False under `--functions` when every vector of the rule calls a function left out."""
 
     @property
     def ok(self) -> bool:
         return self.failed == 0 and self.not_implemented == 0
 
 
-def tally(outcomes: Sequence[Outcome], rule_order: Sequence[str],
-          scope: tuple[str, ...]) -> list[RuleTally]:
-    """One row per rule in scope that has vectors, in RULES.md order."""
+def tally(outcomes: Sequence[Outcome], rule_order: Sequence[str], scope: tuple[str, ...],
+          candidates: Sequence[Vector] = ()) -> list[RuleTally]:
+    """One row per rule in scope that has vectors, in RULES.md order; a rule that only
+    `candidates` (the vectors before `--functions` chose) check is "not covered"."""
     rows = []
+    elsewhere = {r for v in candidates for r in v.rules}
     for rule_id in rule_order:
         if not in_scope(rule_id, scope):
             continue
         mine = [o for o in outcomes if rule_id in o.vector.rules]
         if not mine:
+            if rule_id in elsewhere:
+                rows.append(RuleTally(rule_id, 0, 0, 0, None, covered=False))
             continue
-        count = {s: sum(o.status == s for o in mine)
-                 for s in ("passed", "failed", "not_implemented")}
+        count = Counter(o.status for o in mine)
         first = next((o for o in mine if o.status != "passed"), None)
         rows.append(RuleTally(rule_id, count["passed"], count["failed"],
                               count["not_implemented"], first))
@@ -48,59 +60,132 @@ def tally(outcomes: Sequence[Outcome], rule_order: Sequence[str],
 
 
 def _pretty(value: Any) -> list[str]:
-    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False).splitlines()
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=True).splitlines()
 
 
-def diff(outcome: Outcome, max_lines: int = 40) -> str:
-    """Expected vs actual of one vector, as a unified diff (cut at `max_lines`)."""
+def _compared(outcome: Outcome) -> Any:
     actual = outcome.actual
     if isinstance(actual, dict):
         actual = {k: v for k, v in actual.items() if k in ("result", "error")}
-        if "error" in actual and "error" in outcome.vector.expected:
-            actual = {"error": {"kind": actual["error"].get("kind")}} if isinstance(
-                actual["error"], dict) else actual
-    lines = list(difflib.unified_diff(
-        _pretty(outcome.vector.expected), _pretty(actual), "expected", "actual", lineterm="", n=2,
-    ))
-    if len(lines) > max_lines:
-        lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
+        if isinstance(actual.get("error"), dict):
+            actual["error"] = {"kind": actual["error"].get("kind")}
+    return actual
+
+
+def diff(outcome: Outcome, max_lines: int = 40) -> str:
+    """Expected vs actual of one vector: for two results, the fields that differ (for a list
+    of rows, the positions that differ and the first differing row); otherwise a unified
+    diff. Cut at `max_lines`."""
+    expected, actual = outcome.vector.expected, _compared(outcome)
+    if isinstance(actual, dict) and "result" in expected and "result" in actual:
+        lines = differences(outcome.vector.function, expected["result"], actual["result"],
+                            max_lines)
+    else:
+        lines = list(difflib.unified_diff(
+            _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
+        if len(lines) > max_lines:
+            lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
     return "\n".join(lines)
 
 
-def text_report(rows: Sequence[RuleTally]) -> str:
+def _details(outcome: Outcome) -> list[str]:
+    """The lines under one failing vector: its differences, or the stderr tail."""
+    lines: list[str] = []
+    actual = _compared(outcome)
+    expected = outcome.vector.expected
+    if isinstance(actual, dict) and "result" in actual and "result" in expected:
+        lines = differences(outcome.vector.function, expected["result"], actual["result"])
+    if outcome.stderr:
+        lines += ["stderr (last lines):", *(f"  {line}" for line in outcome.stderr.splitlines())]
+    elif outcome.actual is None:
+        lines.append("stderr: (empty)")
+    return lines
+
+
+def _group(outcome: Outcome) -> str:
+    return f"{outcome.vector.function} / {' '.join(outcome.vector.rules)}"
+
+
+def text_report(rows: Sequence[RuleTally], result: RunResult | None = None, *,
+                details: int = DETAILS_PER_GROUP) -> str:
+    """The rule table; with the run's `result`, every failing vector by function and rule,
+    what was not implemented, and the stray output lines."""
     width = max((len(r.rule_id) for r in rows), default=4)
     lines = [f"{'rule':<{width}}  passed  failed  not implemented",
              f"{'-' * width}  ------  ------  ---------------"]
     for r in rows:
-        mark = "" if r.ok else "  <-- " + ("FAIL" if r.failed else "NOT IMPLEMENTED")
+        if not r.covered:
+            mark = "  (not covered)"
+        elif r.ok:
+            mark = ""
+        else:
+            mark = "  <-- " + ("FAIL" if r.failed else "NOT IMPLEMENTED")
         lines.append(f"{r.rule_id:<{width}}  {r.passed:>6}  {r.failed:>6}  "
                      f"{r.not_implemented:>15}{mark}")
-    for r in rows:
-        first = r.first_failure
-        if first is None or first.status != "failed":
-            continue
-        lines += ["", f"{r.rule_id}: first failing vector {first.vector.id} "
-                  f"({first.vector.function}, {first.vector.source}): {first.reason}"]
-        if first.actual is not None:
-            lines.append(diff(first))
-    return "\n".join(lines)
+    if not all(r.covered for r in rows):
+        lines.append("(not covered: every vector of the rule calls a function outside "
+                     "--functions)")
+    if result is not None:
+        lines += _failures(result.outcomes, details)
+        missing = Counter(o.vector.function for o in result.outcomes
+                          if o.status == "not_implemented")
+        if missing:
+            lines += ["", "Not implemented (answered not_implemented): " + ", ".join(
+                f"{name} ({count})" for name, count in sorted(missing.items()))]
+        if result.stray_count:
+            lines += ["", f"{result.stray_count} stray output line(s) with no request of "
+                      "that id, skipped; the first:", *(f"  {s}" for s in result.stray)]
+        if result.reordered:
+            lines += ["", f"{result.reordered} answer(s) arrived out of order, matched by id"]
+        if result.late_count:
+            lines += ["", f"{result.late_count} answer(s) arrived after their vector had "
+                      "timed out, skipped"]
+    return printable("\n".join(lines))
 
 
-def junit(outcomes: Sequence[Outcome], rows: Sequence[RuleTally], path: Path) -> None:
-    """One test suite per rule, one test case per vector checking it."""
+def _failures(outcomes: Sequence[Outcome], details: int) -> list[str]:
+    failed = [o for o in outcomes if o.status == "failed"]
+    if not failed:
+        return []
+    groups: dict[str, list[Outcome]] = {}
+    for outcome in failed:
+        groups.setdefault(_group(outcome), []).append(outcome)
+    lines = ["", f"Failing vectors: {len(failed)}, by function and rules"]
+    for name, members in groups.items():
+        lines += ["", f"{name}: {len(members)} failed"]
+        for n, o in enumerate(members):
+            lines.append(f"  {o.vector.id} ({o.vector.source}): {o.reason}")
+            if n < details:
+                lines += [f"    {line}" for line in _details(o)]
+    return lines
+
+
+def junit(outcomes: Sequence[Outcome], path: Path) -> None:
+    """One test suite per function, one test case per vector; its rules and source are the
+    case's properties."""
     suites = ElementTree.Element("testsuites", name="histtrim conformance")
-    for r in rows:
-        mine = [o for o in outcomes if r.rule_id in o.vector.rules]
+    by_function: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_function.setdefault(o.vector.function, []).append(o)
+    for function, mine in by_function.items():
+        count = Counter(o.status for o in mine)
         suite = ElementTree.SubElement(
-            suites, "testsuite", name=r.rule_id, tests=str(len(mine)),
-            failures=str(r.failed), skipped=str(r.not_implemented), errors="0",
+            suites, "testsuite", name=function, tests=str(len(mine)),
+            failures=str(count["failed"]), skipped=str(count["not_implemented"]), errors="0",
         )
         for o in mine:
-            case = ElementTree.SubElement(suite, "testcase", classname=r.rule_id,
-                                          name=f"{o.vector.id} ({o.vector.function})")
+            case = ElementTree.SubElement(suite, "testcase", classname=function,
+                                          name=printable(o.vector.id))
+            properties = ElementTree.SubElement(case, "properties")
+            for rule in o.vector.rules:
+                ElementTree.SubElement(properties, "property", name="rule",
+                                       value=printable(rule))
+            ElementTree.SubElement(properties, "property", name="source",
+                                   value=printable(o.vector.source))
             if o.status == "failed":
-                failure = ElementTree.SubElement(case, "failure", message=o.reason)
-                failure.text = diff(o) if o.actual is not None else o.reason
+                failure = ElementTree.SubElement(case, "failure", message=printable(o.reason))
+                text = diff(o) if o.actual is not None else "\n".join(_details(o))
+                failure.text = printable(text)
             elif o.status == "not_implemented":
                 ElementTree.SubElement(case, "skipped", message="not implemented")
     ElementTree.indent(suites)

@@ -90,6 +90,22 @@ def _results_of(item: ConversationMessage) -> list[str]:
     return []
 
 
+HEAD_ROWS = 100
+TAIL_ROWS = 300
+"""A long history is shown as its first turns (about HEAD_ROWS rows) and its last (about
+TAIL_ROWS), the turns between counted, never rendered: the page stays a few MB at most."""
+
+
+def _fill(groups: Sequence[tuple[int, range, bool]], rows: int) -> int:
+    """How many leading groups fit in `rows` rows (at least one)."""
+    taken = used = 0
+    for _, group, _ in groups:
+        if taken and used + len(group) > rows:
+            break
+        taken, used = taken + 1, used + len(group)
+    return taken
+
+
 class HistoryPage:
     """Renders one history view: blocks per turn, rows with anchors and tool links."""
 
@@ -109,9 +125,36 @@ class HistoryPage:
         return f"histtrim-{self.key}-r{row}"
 
     def blocks(self, marker_before_first_kept: str | None = None) -> str:
-        turn_of = self.priced.turn_of()
+        """One block per turn (and per kept/dropped run). A long history shows its first
+        turns (about `HEAD_ROWS` rows) and its last (about `TAIL_ROWS`), and says how many
+        turns and messages are not shown between them."""
+        groups = self.groups()
+        head = _fill(groups, HEAD_ROWS)
+        tail = len(groups) - _fill(groups[head:][::-1], TAIL_ROWS)
         out: list[str] = []
         marker_done = marker_before_first_kept is None
+        for g, (turn, rows, dropped) in enumerate(groups):
+            if g == head and head < tail:
+                hidden = groups[head:tail]
+                turns = len({t for t, _, _ in hidden})
+                messages = sum(len(r) for _, r, _ in hidden)
+                out.append(
+                    marker_block(
+                        f"… {turns:,} turn{'s' * (turns != 1)} ({messages:,} messages) "
+                        "not shown …"
+                    )
+                )
+            if not marker_done and turn > 0 and not dropped:
+                out.append(marker_block(marker_before_first_kept or ""))
+                marker_done = True
+            if g < head or g >= tail:
+                out.append(self.block(turn, rows, dropped))
+        return "".join(out)
+
+    def groups(self) -> list[tuple[int, range, bool]]:
+        """(turn, rows, dropped) of each run of rows of one turn and one status."""
+        turn_of = self.priced.turn_of()
+        found: list[tuple[int, range, bool]] = []
         start = 0
         while start < len(self.items):
             turn, end = turn_of[start], start + 1
@@ -120,13 +163,9 @@ class HistoryPage:
                 self.status[start],
             ):
                 end += 1
-            dropped = self.status[start] == "dropped"
-            if not marker_done and turn > 0 and not dropped:
-                out.append(marker_block(marker_before_first_kept or ""))
-                marker_done = True
-            out.append(self.block(turn, range(start, end), dropped))
+            found.append((turn, range(start, end), self.status[start] == "dropped"))
             start = end
-        return "".join(out)
+        return found
 
     def block(self, turn: int, rows: range, dropped: bool) -> str:
         tokens = sum(self.priced.costs[i] for i in rows)
@@ -145,7 +184,13 @@ class HistoryPage:
             f'<div style="font-weight:600">{escape(title)}'
             f'<span style="font-weight:400;color:#666"> · {" · ".join(facts)}</span></div>'
         )
-        body = "".join(self.row(i) for i in rows)
+        if len(rows) > HEAD_ROWS + TAIL_ROWS:
+            hidden = len(rows) - HEAD_ROWS - TAIL_ROWS
+            note = marker_block(f"… {hidden:,} messages of this turn not shown …")
+            shown = (*rows[:HEAD_ROWS], -1, *rows[-TAIL_ROWS:])
+            body = "".join(note if i < 0 else self.row(i) for i in shown)
+        else:
+            body = "".join(self.row(i) for i in rows)
         state = "dropped" if dropped else "kept"
         return f'<div data-turn="{turn}" data-state="{state}" style="{style}">{header}{body}</div>'
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from histtrim.carriers import IMAGE_MARKER, marker_image
+from histtrim.carriers import image_markers, marker_image
 
 PREVIEW_CHARS = 400
 """Longer message text is cut in the HTML (the figures always use the whole message)."""
@@ -50,14 +50,14 @@ def user_text_block(text: str) -> str:
     """User text with each loadable image marker shown as an image reference (EST-2)."""
     pieces: list[str] = []
     position = 0
-    for match in IMAGE_MARKER.finditer(text):
-        image = marker_image(match.group(1))
+    for marker in image_markers(text):
+        image = marker_image(marker.payload)
         if image is None:
             continue
-        if match.start() > position:
-            pieces.append(text_block(text[position : match.start()]))
+        if marker.start > position:
+            pieces.append(text_block(text[position : marker.start]))
         pieces.append(image_block(image))
-        position = match.end()
+        position = marker.end
     if not pieces:
         return text_block(text)
     if position < len(text):

@@ -78,8 +78,17 @@ def trim_result_html(
                 f" messages · {result.tokens_before:,} → {result.tokens_after:,} tokens"
                 f" (budget {result.budget_tokens:,})"
             )
-            if result.over_budget:
+            crumb_cost = page.priced.costs[body - 1] if crumb_kept else 0
+            if result.over_budget and (
+                result.counter is not None
+                or result.tokens_after - crumb_cost > result.budget_tokens
+            ):
                 summary += " · the newest turn alone is over the budget and stays (CAP-1)"
+            elif result.over_budget:
+                summary += (
+                    f" · the kept rows fit without the breadcrumb; the breadcrumb"
+                    f" ({crumb_cost:,} tokens) tips them over (KEEP-3, SEEN-1)"
+                )
         else:
             summary = (
                 f"no trim: {turns} turns · {result.tokens_before:,} tokens"

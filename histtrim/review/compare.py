@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 from histtrim.policy import Policy
+from histtrim.review.cache import CacheModel, CacheTotals, price_calls, totals
 from histtrim.review.replay import ReplaySettings, SessionReplay, median_max, replay_session
 from histtrim.review.sessions import ReviewSession
 
@@ -75,6 +76,23 @@ class PolicySummary:
     failed_turns: int
     differing_sessions: tuple[str, ...]
     """Sessions where this policy did something else than the first (baseline) policy."""
+    history_tokens_mean: float = 0.0
+    """The estimated history sent per call, on average: the context the policy keeps."""
+    cache: CacheTotals | None = None
+    """What the cache model given to `summaries` made of the billed requests."""
+
+
+def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTotals:
+    """The billed requests of some replays under a cache model, each session on its own."""
+    calls = []
+    for r in replays:
+        if r.calls and not r.prompts:
+            raise ValueError(
+                f"cache: {r.session} was replayed without its requests; replay with "
+                "ReplaySettings(record_prompts=True)"
+            )
+        calls.extend(price_calls(r.prompts, model))
+    return totals(calls)
 
 
 @dataclass(frozen=True)
@@ -89,7 +107,8 @@ class Review:
         column = self.labels.index(label)
         return [row[column] for row in self.replays]
 
-    def summaries(self) -> list[PolicySummary]:
+    def summaries(self, cache: CacheModel | None = None) -> list[PolicySummary]:
+        """One summary per policy; with a cache model, what it makes of the requests."""
         out = []
         for column, (label, policy) in enumerate(zip(self.labels, self.policies, strict=True)):
             replays = [row[column] for row in self.replays]
@@ -100,6 +119,7 @@ class Review:
             differing = tuple(
                 row[column].session for row in self.replays if row[column].differs(row[0])
             )
+            history = [t for r in replays for t in r.history_tokens]
             out.append(PolicySummary(
                 label=label,
                 policy=policy,
@@ -119,6 +139,8 @@ class Review:
                 capacity_refusals=sum(r.capacity_refusals for r in replays),
                 failed_turns=sum(r.failed_turns for r in replays),
                 differing_sessions=differing,
+                history_tokens_mean=sum(history) / len(history) if history else 0.0,
+                cache=None if cache is None else cache_totals(replays, cache),
             ))
         return out
 
@@ -143,16 +165,41 @@ _ROWS: tuple[tuple[str, Callable[[PolicySummary], object]], ...] = (
 )
 
 
+def _cache_rows(model: CacheModel) -> list[tuple[str, Callable[[PolicySummary], object]]]:
+    """The rows a cache model adds: context kept, cached share and input cost."""
+    def cached(s: PolicySummary) -> CacheTotals:
+        assert s.cache is not None
+        return s.cache
+
+    rows: list[tuple[str, Callable[[PolicySummary], object]]] = [
+        ("history tokens per call, mean", lambda s: f"{s.history_tokens_mean:.0f}"),
+        ("billed calls", lambda s: cached(s).calls),
+        ("input tokens billed (true)", lambda s: cached(s).tokens),
+        (f"cached share of input ({model.name})", lambda s: f"{cached(s).cached_share:.1%}"),
+        (f"input cost vs no cache ({model.name})", lambda s: f"{cached(s).relative_cost:.3f}x"),
+    ]
+    if model.input_price_per_mtok is not None:
+        rows.append((
+            f"input cost, {model.currency} ({model.name})",
+            lambda s: f"{cached(s).money(model):.2f}",
+        ))
+    return rows
+
+
 def _number(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:.1f}"
 
 
-def format_review(review: Review, *, list_sessions: int = 10) -> str:
+def format_review(
+    review: Review, *, list_sessions: int = 10, cache: CacheModel | None = None
+) -> str:
     """The side-by-side table (one column per policy), what each policy changes from the
-    spec, and which sessions differ from the first policy."""
-    summaries = review.summaries()
+    spec, and which sessions differ from the first policy; with a cache model, what the
+    provider's prompt cache makes of each policy's requests (and where its numbers come from)."""
+    summaries = review.summaries(cache)
     headers = ["", *review.labels]
-    rows = [[name, *(str(get(s)) for s in summaries)] for name, get in _ROWS]
+    named = [*_ROWS, *(() if cache is None else _cache_rows(cache))]
+    rows = [[name, *(str(get(s)) for s in summaries)] for name, get in named]
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
 
     def line(cells: Sequence[str]) -> str:
@@ -162,7 +209,8 @@ def format_review(review: Review, *, list_sessions: int = 10) -> str:
     out = [line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows), ""]
     for summary in summaries:
         changes = summary.policy.changes()
-        text = ", ".join(f"{k} {v}" for k, v in changes.items()) or "the spec"
+        text = (", ".join(f"{k} {v}" for k, v in changes.items())
+                or "every constant as the spec fixes it")
         out.append(f"{summary.label}: {text}")
     baseline = review.labels[0]
     for summary in summaries[1:]:
@@ -172,6 +220,8 @@ def format_review(review: Review, *, list_sessions: int = 10) -> str:
             f"{summary.label} vs {baseline}: {len(names)} of {summary.sessions} sessions differ"
             + (f": {shown}" if names else "")
         )
+    if cache is not None:
+        out.append(f"cache model {cache.name}: {cache.source}")
     return "\n".join(out)
 
 
@@ -208,7 +258,9 @@ def run_review(
     batch_size: int = 25,
 ) -> Review:
     """Replay every session under every policy: in this process (`workers=1`), on a process
-    pool over every core (the default), or on the Dask cluster at `dask` (an address).
+    pool over every core (the default), or on the Dask cluster at `dask` (an address). The
+    cluster must be one you trust: Dask sends the results back pickled, and unpickling runs
+    whatever the scheduler sends.
 
     A session given as a path is loaded by `loader` on the worker (the parent does no
     per-session work), so the workers must see the same files."""
@@ -248,7 +300,11 @@ def _on_dask(address: str, batches: list[Sequence[Task]]) -> Iterator[list[list[
         raise ValueError(
             "dask: the 'distributed' package is not installed (pip install 'histtrim[review]')"
         ) from None
-    with Client(address) as client:  # type: ignore[no-untyped-call]
+    try:
+        client = Client(address)  # type: ignore[no-untyped-call]
+    except OSError as error:
+        raise ValueError(f"dask: cannot connect to {address!r}: {error}") from None
+    with client:
         futures = client.map(replay_batch, batches, pure=False)
         for future in futures:
             yield future.result()

@@ -1,5 +1,6 @@
 """The interactive explorer: pick a session, move sliders (budget, ratio, window, max turns,
-policy constants) and see the turn map, the kept/dropped table and the trim events. The
+policy constants, the trims' low-water marks, a provider's prompt cache) and see the turn
+map, the kept/dropped table and the trim events. The
 view is computed by `explore`, with the same replay the `histtrim review` command runs;
 `Explorer` only wires ipywidgets (an optional extra) to it."""
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.policy import SPEC, Policy
+from histtrim.review.cache import PROVIDERS, CacheModel, price_calls, totals
 from histtrim.review.replay import ReplaySettings, SessionReplay, Trim, replay
 from histtrim.review.sessions import ReviewSession
 from histtrim.turn_sizes import turn_stats
@@ -42,6 +44,8 @@ class ExplorerView:
     turns: tuple[TurnRow, ...]
     restored_turns: int
     """Turns restored before the replay: the agent's turn 1 is session turn this + 1."""
+    cache: CacheModel | None = None
+    """The prompt cache the summary prices the billed requests with (None: not priced)."""
 
     def turn_map(self) -> str:
         """One character per turn, oldest first: `#` kept, `.` dropped by the token budget,
@@ -87,7 +91,16 @@ class ExplorerView:
             f" (true {self.settings.hidden_window}); {r.turns} turns replayed, {r.calls} calls, "
             f"{r.trims} trims, {r.dropped_turns} turns dropped, {r.reactive_retries} reactive "
             f"retries, {r.capacity_refusals} refused by the capacity check, "
-            f"{r.failed_turns} failed"
+            f"{r.failed_turns} failed{self._cache_summary()}"
+        )
+
+    def _cache_summary(self) -> str:
+        if self.cache is None:
+            return ""
+        priced = totals(price_calls(self.replay.prompts, self.cache))
+        return (
+            f"; {self.cache.name} cache: {priced.cached_share:.1%} of input cached, input cost "
+            f"{priced.relative_cost:.3f}x of no cache"
         )
 
     def text(self) -> str:
@@ -108,14 +121,17 @@ def explore(
     true_window: int | None = None,
     max_turns: int | None = None,
     policy: Policy = SPEC,
+    cache: CacheModel | None = None,
 ) -> ExplorerView:
-    """Replay `session` with these settings and lay out what happened to each turn."""
+    """Replay `session` with these settings and lay out what happened to each turn; with a
+    cache model, the summary says what the provider's prompt cache made of the requests."""
     settings = ReplaySettings(
         profile=RuntimeProfile(
             max_context_tokens=budget, context_compact_ratio=ratio, max_history_messages=max_turns
         ),
         provider=ProviderProfile(model="replay-model", context_window=window),
         true_window=true_window,
+        record_prompts=cache is not None,
     )
     agent, result = replay(session, policy, settings, label="explorer")
     stats = [s for s in turn_stats(
@@ -136,7 +152,12 @@ def explore(
         session.name, settings, policy, agent.runtime.effective_context_budget(), result,
         tuple(rows),
         total - len(session.turns),
+        cache,
     )
+
+
+_TARGETS = ["1", "9/10", "7/10", "1/2", "1/3"]
+"""The low-water marks the explorer offers (1: the spec, trim just to fit)."""
 
 
 class Explorer:
@@ -180,6 +201,18 @@ class Explorer:
                 options=["1/3", "1/2", "2/3", "3/4", "9/10"], value=str(SPEC.reactive_target),
                 description="reactive target", style=style, layout=layout,
             ),
+            "token_target": widgets.Dropdown(
+                options=_TARGETS, value=str(SPEC.token_trim_target),
+                description="token trim target", style=style, layout=layout,
+            ),
+            "turn_target": widgets.Dropdown(
+                options=_TARGETS, value=str(SPEC.turn_trim_target),
+                description="turn trim target", style=style, layout=layout,
+            ),
+            "cache": widgets.Dropdown(
+                options=["none", *PROVIDERS], value="none",
+                description="prompt cache", style=style, layout=layout,
+            ),
         }
         self.output = widgets.HTML()
         """The view as preformatted text (a value, not printed output: nothing leaks)."""
@@ -200,6 +233,8 @@ class Explorer:
             "image_tokens": int(v["image_tokens"]),
             "bytes_per_token": int(v["bytes_per_token"]),
             "reactive_target": Fraction(v["reactive"]),
+            "token_trim_target": Fraction(v["token_target"]),
+            "turn_trim_target": Fraction(v["turn_target"]),
         })
         return explore(
             self.sessions[v["session"]],
@@ -209,6 +244,7 @@ class Explorer:
             true_window=int(v["true_window"]),
             max_turns=int(v["max_turns"]),
             policy=policy,
+            cache=PROVIDERS.get(v["cache"]),
         )
 
     def update(self, change: object = None) -> None:

@@ -19,8 +19,11 @@ from histtrim.agent.runtime import Agent, UnrecoverableContextOverflow
 from histtrim.agent.tools import Tool, ToolOutput
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.config import ProviderProfile, RuntimeProfile
+from histtrim.estimate import ToolSchema, estimate_tool_schemas, message_costs
 from histtrim.events import EventBus, ObservedTrim
+from histtrim.messages import ChatMessage
 from histtrim.policy import SPEC, Policy
+from histtrim.review.cache import Prompt
 from histtrim.review.sessions import NO_OUTPUT, ReplayTurn, ReviewSession, session_from_items
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.turns import index_turns
@@ -60,6 +63,12 @@ class ReplaySettings(_Frozen):
         default=None,
         description="Count the rows' text with this vocabulary (the extra histtrim[tokenizers]) "
         "instead of EST-1's bytes; unset: the spec's estimate.",
+    )
+    record_prompts: bool = Field(
+        default=False,
+        description="Record each billed request as cache blocks (`SessionReplay.prompts`) for "
+        "a prompt-cache model (`histtrim.review.cache`); off by default: it costs time and "
+        "memory.",
     )
 
     def runtime(self, policy: Policy) -> ResolvedRuntime:
@@ -113,6 +122,12 @@ class SessionReplay:
     kept_turns: int
     trace: tuple[Trim, ...]
     """Every trim, in order: what `differs` compares."""
+    history_tokens: tuple[int, ...] = ()
+    """The estimated history (system rows included, tool schemas not) of each dispatch."""
+    prompts: tuple[Prompt, ...] = ()
+    """Each billed request (the provider answered) as blocks, for the cache model
+    (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens.
+    Recorded only with `ReplaySettings(record_prompts=True)`."""
 
     @property
     def trims(self) -> int:
@@ -123,6 +138,29 @@ class SessionReplay:
         return (self.trace, self.tokens, self.capacity_refusals, self.failed_turns) != (
             other.trace, other.tokens, other.capacity_refusals, other.failed_turns
         )
+
+
+class _Blocks:
+    """Requests as cache blocks: equal rows get the same small key within one session."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.keys: dict[object, int] = {}
+
+    def key(self, value: ChatMessage | str) -> int:
+        try:
+            return self.keys.setdefault(value, len(self.keys))
+        except TypeError:  # a row holding a dict (extras): its JSON is its identity
+            assert isinstance(value, ChatMessage)
+            return self.key(value.model_dump_json())
+
+    def prompt(self, rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> Prompt:
+        costs = message_costs(rows, policy=self.policy)
+        body = tuple((self.key(row), cost) for row, cost in zip(rows, costs, strict=True))
+        if not schemas:
+            return body
+        text = "\n".join(schema.model_dump_json() for schema in schemas)
+        return ((self.key(text), estimate_tool_schemas(schemas, policy=self.policy)), *body)
 
 
 class _Recorded:
@@ -167,6 +205,8 @@ def replay(
     dropped_turns = model_refusals = capacity_refusals = failed = retries = 0
     trims: list[Trim] = []
     true_tokens: list[int] = []
+    blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
+    prompts: list[Prompt] = []
     for turn in session.turns:
         provider = ScriptedProvider(
             turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy
@@ -198,6 +238,11 @@ def replay(
         model_refusals += overflows
         retries += overflows - unretried
         true_tokens.extend(r.estimated_tokens for r in provider.requests)
+        if blocks is not None:
+            prompts.extend(
+                blocks.prompt(r.messages, r.tool_schemas)
+                for r in provider.requests if r.outcome == "reply"
+            )
     events = agent.events
     return agent, SessionReplay(
         session=session.name,
@@ -216,6 +261,8 @@ def replay(
         failed_turns=failed,
         kept_turns=live,
         trace=tuple(trims),
+        history_tokens=tuple(call.history_tokens for call in agent.calls),
+        prompts=tuple(prompts),
     )
 
 

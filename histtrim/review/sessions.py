@@ -108,6 +108,10 @@ def session_from_items(
     index = index_turns(items, crumb_present=crumb_present)
     prefix = leading_system_count(items)
     system = [item.content for item in items[:prefix] if isinstance(item, ChatMessage)]
+    if isinstance(restored_turns, bool) or not isinstance(restored_turns, int):
+        raise ValueError(f"restored_turns: expected a whole number, got {restored_turns!r}")
+    if restored_turns < 0:
+        raise ValueError(f"restored_turns: expected a whole number >= 0, got {restored_turns}")
     if restored_turns > index.turn_count:
         raise ValueError(
             f"restored_turns: {restored_turns} but the session has {index.turn_count} turns"

@@ -35,6 +35,17 @@ class _Plot(Generic[R]):
         return fields_table(self.columns, self.rows)
 
 
+# The widest figure the site shows at 75 % or more of its pixels (a 1280px-wide window shows
+# figures at 768 px; tests/site/test_browser.py checks it): about 10 inches at 100 dpi.
+MAX_FIGURE_INCHES = 9.8
+
+
+def panel_width(panels: int, preferred: float) -> float:
+    """The width (inches) of a figure of `panels` side by side: `preferred` per panel, but
+    never wider than MAX_FIGURE_INCHES in all (narrower panels, not a shrunk figure)."""
+    return min(preferred * panels, MAX_FIGURE_INCHES)
+
+
 def _label(axes: Axes, xlabel: str, ylabel: str, title: str) -> None:
     axes.set_xlabel(xlabel)
     if ylabel:

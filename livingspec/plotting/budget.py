@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from histtrim.config import HistoryPruning, ProviderProfile, RuntimeProfile
 from histtrim.display.tables import Table, text_table
 from histtrim.route import ResolvedRuntime, resolve_runtime
-from livingspec.plotting._base import _PALETTE, _Plot
+from livingspec.plotting._base import _PALETTE, _Plot, panel_width
 
 
 def _ratio_label(ratio: float | None) -> str:
@@ -148,9 +148,9 @@ def pruning_effect(
     """For each resolved runtime, its budget with `history_pruning` enabled at each
     `max_tokens`, against the same runtime with pruning off (a dashed line)."""
     rows: list[PruningRow] = []
-    figure, panels = plt.subplots(
-        1, max(len(runtimes), 1), figsize=(4.2 * max(len(runtimes), 1), 4.2), squeeze=False
-    )
+    count = max(len(runtimes), 1)
+    figure, panels = plt.subplots(1, count, figsize=(panel_width(count, 4.2), 4.6),
+                                  squeeze=False)
     top = max(max_tokens, default=1)
     for i, (axes, (name, runtime)) in enumerate(zip(panels[0], runtimes.items(), strict=False)):
         budget_off = _with_pruning(runtime, HistoryPruning()).effective_context_budget()
@@ -184,6 +184,7 @@ def pruning_effect(
         axes.set_xlabel("history_pruning.max_tokens")
         axes.set_ylim(0, max(budget_off, *(r.budget_on for r in mine)) * 1.15)
         axes.ticklabel_format(style="plain")
+        axes.xaxis.set_major_locator(MaxNLocator(4))
         axes.xaxis.set_major_formatter(FuncFormatter(_thousands))
         axes.yaxis.set_major_formatter(FuncFormatter(_thousands))
     panels[0][0].set_ylabel("effective budget (tokens)")

@@ -126,15 +126,19 @@ def budget_cut(
     )
     top = max([budget_tokens, *(r.cumulative for r in rows)], default=1)
     for x, r in zip(positions, rows, strict=True):
-        # Left of the point, on a white box, above it unless the budget line is just above.
-        below = budget_tokens - top * 0.1 < r.cumulative <= budget_tokens
+        # On a white box, clear of the bars, the cut line, the budget line and the next
+        # label: above-left of the point, below-right just after the cut, and above the
+        # budget line when that line is just above the point.
+        under_budget_line = budget_tokens - top * 0.1 < r.cumulative <= budget_tokens
+        after_cut = 0 < kept_count == x
         axes.annotate(
             f"{r.cumulative:,}",
-            (x, r.cumulative),
+            (x, budget_tokens + top * 0.02) if under_budget_line else (x, r.cumulative),
             textcoords="offset points",
-            xytext=(-7, -14 if below else 7),
-            ha="right",
+            xytext=(0, 2) if under_budget_line else (7, -14) if after_cut else (-7, 7),
+            ha="center" if under_budget_line else "left" if after_cut else "right",
             fontsize=8,
+            zorder=5,
             bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5},
         )
     axes.set_ylim(0, top * 1.15)

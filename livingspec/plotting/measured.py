@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from matplotlib.artist import Artist
 
-from livingspec.plotting._base import _KEPT_COLOR, _Plot
+from livingspec.plotting._base import _KEPT_COLOR, _Plot, panel_width
 
 # One colour and line style per algorithm (Okabe-Ito), the same in every panel.
 CONTENDER_STYLES: dict[str, tuple[str, str]] = {
@@ -42,7 +42,7 @@ def measured_trim_times(
     """One log-log panel per history shape: median CPU ms per trim against message count for
     each contender. Hollow points are extrapolated; a cross marks a trim whose output lost
     the newest turn (the `valid` column of the CSV is not "ok")."""
-    figure, panels = plt.subplots(1, len(shapes), figsize=(4.4 * len(shapes), 4.4),
+    figure, panels = plt.subplots(1, len(shapes), figsize=(panel_width(len(shapes), 4.4), 4.6),
                                   sharey=True, squeeze=False)
     rows: list[MeasuredRow] = []
     lost_labelled = False

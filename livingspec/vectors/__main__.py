@@ -24,10 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     bad.add_argument("--broken", choices=sorted(BROKEN), required=True)
     args = parser.parse_args(argv)
     if args.command == "serve":
-        sys.stdin.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
-        sys.stdout.reconfigure(encoding="utf-8")  # type: ignore[union-attr]
         with broken(args.broken):
-            return serve(sys.stdin, sys.stdout)
+            return serve(sys.stdin.buffer, sys.stdout.buffer)
     try:
         found = export(ROOT, args.folder)
     except MissingRules as error:

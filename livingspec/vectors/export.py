@@ -12,7 +12,7 @@ from typing import Any
 
 from histtrim.conformance.codec import atomic_write, canonical
 from histtrim.conformance.reference import FUNCTION_RULES, evaluate
-from histtrim.conformance.schema import FORMAT, VECTOR_FILE_SCHEMA
+from histtrim.conformance.schema import ARGUMENT_DEFAULTS, FORMAT, VECTOR_FILE_SCHEMA
 from livingspec.specindex import Rule, rules
 from livingspec.vectors.cases import Case
 from livingspec.vectors.readme import readme
@@ -47,6 +47,7 @@ def all_cases(root: Path) -> list[Case]:
     from livingspec.vectors.generate import generated_cases_isolated
     from livingspec.vectors.hostile import hostile_cases
     from livingspec.vectors.loops import legacy_cases, loop_cases
+    from livingspec.vectors.port import port_cases
     from livingspec.vectors.settings import settings_cases
 
     return [
@@ -56,6 +57,7 @@ def all_cases(root: Path) -> list[Case]:
         *loop_cases(),
         *legacy_cases(),
         *hostile_cases(),
+        *port_cases(),
     ]
 
 
@@ -99,6 +101,17 @@ def _ends_of_sweeps(
     return kept
 
 
+def explicit(case: Case) -> Case:
+    """The case with every argument its function takes: one left out gets the value the
+    function uses for it, so an implementation never has to guess a default."""
+    defaults = ARGUMENT_DEFAULTS[case.function]
+    missing = {k: v for k, v in defaults.items() if k not in case.arguments}
+    if not missing:
+        return case
+    return Case(case.source, case.rules, case.function, case.history,
+                {**case.arguments, **missing})
+
+
 def _union(rule_ids: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(rule_ids))
 
@@ -109,7 +122,7 @@ def build(root: Path) -> VectorSet:
     order = {rule.rule_id: n for n, rule in enumerate(listed)}
     merged: dict[str, Case] = {}
     keys: dict[int, str] = {}
-    for case in all_cases(root):
+    for case in map(explicit, all_cases(root)):
         key = _key(case, keys)
         if key in merged:
             first = merged[key]

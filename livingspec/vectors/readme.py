@@ -3,60 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from histtrim.conformance.codec import canonical
+from histtrim.conformance.runner import MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
+from histtrim.conformance.schema import (
+    BREADCRUMB_TEXT,
+    ERROR_KINDS,
+    FUNCTIONS,
+    JSON_TEXT_FIELDS,
+    OPTIONAL_RESULT_FIELDS,
+)
 
 if TYPE_CHECKING:
     from livingspec.vectors.vectorset import VectorSet
-
-FUNCTIONS = {
-    "estimate_history_tokens": ("history", "-", "tokens"),
-    "message_costs": ("history", "-", "costs (one per row)"),
-    "index_turns": ("history", "crumb_present", "prefix_len, crumb, starts, turn_count"),
-    "trim_to_recent_turns": ("history", "budget_tokens, crumb_present",
-                             "history, dropped, dropped_messages, dropped_turns, kept_turns, "
-                             "trimmed, tokens_before, tokens_after"),
-    "trim_to_recent_turn_count": ("history", "max_turns, has_leading_breadcrumb",
-                                  "history, dropped, dropped_messages, dropped_turns, "
-                                  "kept_turns, trimmed"),
-    "trim_conversation_to_recent_turns": (
-        "structured items", "max_turns, has_leading_breadcrumb", "as above"
-    ),
-    "drop_oldest_whole_turn": ("rows or items", "crumb_present", "history, dropped_messages"),
-    "insert_breadcrumb": ("rows or items", "crumb_present", "history"),
-    "to_chat_messages": ("structured items", "-", "history (provider-facing rows)"),
-    "resolve_runtime": ("null", "profile, provider, selected_model",
-                        "capacity, context_window, effective_context_budget, "
-                        "model_context_window"),
-    "select_route": ("null", "config, agent, hint, session_model",
-                     "provider, model and the four figures above"),
-    "capacity_report": (
-        "request rows", "runtime {profile, provider, selected_model}, tool_schemas, hooks",
-                        "messages, images, hooks, tool_schemas, total, window, system, budget, "
-        "capacity_known, fits",
-    ),
-    "check_request": ("request rows", "as capacity_report",
-                      "the report, or error `capacity_exceeded`"),
-    "sweep_orphans": ("rows or items", "crumb_present", "history, removed [{kind, "
-                      "tool_call_id, position}]"),
-    "cap_tool_result": ("null", "content, max_chars", "content"),
-    "channel_sender_cache": ("null", "max_rows, appends [{sender, row}]",
-                             "dropped (per append), rows (per sender)"),
-    "agent_turn": ("the agent's structured history", "runtime, system_prompt, crumb_present, "
-                   "tools, tool_outputs, script, hidden_window, turn_id, text",
-                   "reply, hit_iteration_limit, requests, calls, client_events, observed, "
-                   "history, crumb_present"),
-    "legacy_run": ("rows", "runtime, tools, tool_outputs, script, hidden_window, text",
-                   "history, reply, provider_calls, dropped_messages, trim_logged, requests"),
-}
-
-ERROR_KINDS = {
-    "invalid_input": "bad input: a negative budget, an unknown role, a crumb flag naming no "
-    "user row, ...",
-    "capacity_exceeded": "the request does not fit the window operand; nothing was dispatched",
-    "context_overflow_unrecoverable": "the provider overflowed and only one turn is left",
-    "context_overflow": "the provider overflowed on the last tool iteration",
-    "script_exhausted": "the scripted provider was called more often than its script allows",
-}
 
 EXAMPLE_REQUEST = (
     '{"id":"trim_to_recent_turns-0123456789ab","function":"trim_to_recent_turns",'
@@ -71,6 +31,132 @@ EXAMPLE_RESPONSE = (
 )
 
 
+PROTOCOL = [
+    "## Connecting your implementation",
+    "",
+    "You write a shim: a program that reads requests on stdin and writes answers on stdout,",
+    "calling your implementation in between. `conformance/example/` holds one (a Python",
+    "module written from RULES.md and this README alone) and the steps, as a guide.",
+    "",
+    "```",
+    "histtrim conformance run --vectors DIR -- YOUR-COMMAND ARGS...",
+    "histtrim conformance run --functions trim_to_recent_turns,estimate_history_tokens "
+    "-- YOUR-COMMAND",
+    "histtrim conformance run --rules 'KEEP-*,EST-*' --junit report.xml -- YOUR-COMMAND",
+    "```",
+    "",
+    "- **Lines.** The runner starts your command once and writes one request per line (UTF-8",
+    "  JSON, ASCII-escaped) on its stdin; you write one answer per line on stdout and flush.",
+    "  Write logs and debugging output to **stderr**: its last lines are shown when a vector",
+    "  crashes, times out or gets a malformed answer. Blank lines are ignored.",
+    "- **Ids.** Each request has an `id`; your answer carries it back. Answers are matched",
+    "  by id, so their order is free: up to `--window` requests (4 by default) are sent",
+    "  before the first answer is awaited. A line whose id names no request (a stray debug",
+    "  line) is reported once and skipped; it never shifts the other answers.",
+    "- **Answers.** `{\"id\": ..., \"result\": {...}}`, or `{\"id\": ..., \"error\":",
+    "  {\"kind\": \"...\", \"message\": \"...\"}}` (only `kind` is compared). A function",
+    "  you do not offer is answered with the kind `not_implemented`.",
+    "- **Failures.** Per vector: a wrong result or error kind; no answer within `--timeout`",
+    "  seconds (10 by default, counted from when the vector is the oldest unanswered one;",
+    "  the process is restarted); your process exiting (restarted for the next vector; the",
+    "  oldest unanswered vector is the one failed); a line that is not a JSON object, not",
+    f"  UTF-8, nested more than {MAX_ANSWER_DEPTH} levels or longer than `--max-answer-bytes` "
+    f"({MAX_ANSWER_BYTES >> 20} MiB",
+    "  by default). A command that is not found, or exits twice before answering anything,",
+    "  stops the run at once with one line saying why.",
+    "- **Scope.** `--functions` runs only the vectors of the functions you offer; a rule",
+    "  checked only by other functions is reported \"not covered\", not failed. `--rules`",
+    "  selects vectors by the rules they check. The exit code is 0 only when every vector",
+    "  run passes.",
+    "- **The report** lists every failing vector, grouped by function and rules with",
+    "  counts: for a result, the fields that differ first (for a list of rows, the positions",
+    "  that differ and the first differing row on both sides); for a crash, your stderr.",
+    "  `--junit FILE` writes one test case per vector, its rules and source as properties.",
+    "",
+    "Request and answer (one line each):",
+    "",
+    "```",
+    EXAMPLE_REQUEST,
+    EXAMPLE_RESPONSE,
+    "```",
+    "",
+    "## What is compared",
+    "",
+    "- A `result` must equal `expected.result` as a JSON value: object key order is free,",
+    "  `1` equals `1.0`, `true` is not `1`, and no field may be missing or added.",
+    "- A text field named " + ", ".join(f"`{f}`" for f in JSON_TEXT_FIELDS) + " whose texts "
+    "both parse as JSON objects is",
+    "  compared as those objects (a rewritten tool envelope may be serialised with any key",
+    "  order and spacing); any other text must be equal character for character.",
+    "- Fields only histtrim produces as diagnostics are optional: compared when your answer",
+    "  has them, never required: " + "; ".join(
+        f"`{name}`: " + ", ".join(f"`{f}`" for f in fields)
+        for name, fields in OPTIONAL_RESULT_FIELDS.items()) + ".",
+    "- An expected `error` matches any answer with the same `kind`; the message is free.",
+    "",
+    "Error kinds:",
+    "",
+    *(f"- `{kind}`: {text}." for kind, text in ERROR_KINDS.items()),
+    "",
+    "## Rows, turns and the breadcrumb",
+    "",
+    "- Rows are `{\"role\", \"content\"}` (provider-facing; role `system`, `user`,",
+    "  `assistant` or `tool`). Structured items (the agent's own history, TURN-1) are chat",
+    "  rows or items with `kind`: `assistant_tool_calls` (`text`, `tool_calls`: `{id, name,",
+    "  arguments}`, arguments as JSON text) or `tool_results` (`results`: `{tool_call_id,",
+    "  content, tool_name?, attachments?}`, an attachment `{kind, target}`; a result without",
+    "  `attachments` declared none).",
+    "- Leading system rows are the system rows before any other row (TURN-5). A turn starts",
+    "  at a real user row: a `user` row whose content does not begin with `[Tool results]`",
+    "  (TURN-2, TURN-3). Rows after the leading system rows (and the breadcrumb) but before",
+    "  the first turn belong to no turn: a trim drops them with the first turn it drops.",
+    "- The breadcrumb is the user row " + f"`{BREADCRUMB_TEXT}`" + ". `crumb_present`",
+    "  (`has_leading_breadcrumb` for the turn-count trims) is the owner's flag that the row",
+    "  right after the leading system rows is the breadcrumb; it is never inferred from the",
+    "  text, and it is `invalid_input` when that row is not a user row. Only",
+    "  `insert_breadcrumb` and `agent_turn` insert it; the stateless trims never do.",
+    "- In `agent_turn` and `legacy_run` the provider is a script: each step is a reply",
+    "  (`text`, `tool_calls`) or `{\"overflow\": message}`; with `hidden_window` any request",
+    "  whose estimate exceeds it overflows without using a step. Tools answer the",
+    "  `tool_outputs` texts in call order (before `max_tool_result_chars` applies).",
+    "",
+]
+
+
+def _names(schema: dict[str, Any]) -> str:
+    return ", ".join(schema["properties"]) or "-"
+
+
+def _function_reference() -> list[str]:
+    """The table of functions, then each function's fields, one sentence each (the same
+    text as the schemas in `vectors.schema.json`)."""
+    lines = [
+        "## Functions",
+        "",
+        "Every vector carries every argument its function takes; a JSON Schema per function",
+        "for `arguments` and `result` is in `vectors.schema.json` (`$defs/functions`).",
+        "",
+        "| function | history | arguments | result |",
+        "|---|---|---|---|",
+        *(f"| `{name}` | {spec['history']} | {_names(spec['arguments'])} | "
+          f"{_names(spec['result'])} |" for name, spec in FUNCTIONS.items()),
+        "",
+    ]
+    for name, spec in FUNCTIONS.items():
+        lines += [f"### `{name}`", "", spec["description"], ""]
+        for part in ("arguments", "result"):
+            properties = spec[part]["properties"]
+            optional = [f for f in properties if f not in spec[part]["required"]]
+            for field, schema in properties.items():
+                note = " (optional)" if field in optional else ""
+                default = spec["defaults"].get(field, ...) if part == "arguments" else ...
+                shown = "" if default is ... else f" Default: `{canonical(default)}`."
+                lines.append(f"- {part[:-1] if part == 'arguments' else 'result'} "
+                             f"`{field}`{note}: {schema['description']}{shown}")
+        lines.append("")
+    return lines
+
+
 def readme(found: VectorSet) -> str:
     groups = found.by_group()
     counts = found.rule_counts()
@@ -81,7 +167,9 @@ def readme(found: VectorSet) -> str:
         "",
         "Language-neutral test vectors for the history-management spec (`RULES.md`, 44 rules).",
         "An implementation proves it follows the spec by answering every vector exactly as the",
-        "reference (histtrim) does. Generated by `histtrim conformance export`; do not edit.",
+        "reference (histtrim) does. This folder is all an implementer needs: the protocol, the",
+        "comparison rules and every function's fields are below, and in `vectors.schema.json`.",
+        "Generated by `python -m livingspec.vectors export` (`make vectors`); do not edit.",
         "",
         "## Files",
         "",
@@ -89,51 +177,11 @@ def readme(found: VectorSet) -> str:
         "  rule); validated by `vectors.schema.json` (JSON Schema 2020-12).",
         "- Each vector: `id`, `rules` (the rule IDs it checks), `function`, `source` (where it",
         "  comes from), `history` (the input history, or null), `arguments`, `expected`",
-        "  (`{\"result\": ...}` or `{\"error\": {\"kind\": ...}}`).",
-        "- Rows are `{\"role\", \"content\"}` (provider-facing); structured items add `kind:",
-        "  assistant_tool_calls` (`text`, `tool_calls`: `{id, name, arguments}`) or `kind:",
-        "  tool_results` (`results`: `{tool_call_id, content, tool_name?, attachments?}`, an",
-        "  attachment `{kind, target}`; a result without `attachments` declared none).",
+        "  (`{\"result\": ...}` or `{\"error\": {\"kind\": ...}}`). The request for a vector",
+        "  is its `id`, `function`, `history` and `arguments`.",
         "",
-        "## Running the kit",
-        "",
-        "```",
-        "histtrim conformance run --vectors DIR -- YOUR-COMMAND ARGS...",
-        "histtrim conformance run --rules 'KEEP-*,EST-*' --junit report.xml -- YOUR-COMMAND",
-        "```",
-        "",
-        "The runner starts your command once and speaks JSON Lines on its stdin/stdout: one",
-        "request per line, one response per line, in order. A response that is not JSON, has",
-        "the wrong `id`, or does not arrive within the time-out (`--timeout`, seconds per",
-        "vector) is a failure; a crash is restarted once per vector and counted as a failure.",
-        "Exit code 0 only when every vector in scope passes.",
-        "",
-        "Request and response (one line each):",
-        "",
-        "```",
-        EXAMPLE_REQUEST,
-        EXAMPLE_RESPONSE,
-        "```",
-        "",
-        "Answer `{\"id\": ..., \"error\": {\"kind\": \"...\", \"message\": \"...\"}}` for an error",
-        "(only `kind` is compared) and `{\"id\": ..., \"error\": {\"kind\": \"not_implemented\"}}`",
-        "for a function you do not offer: it is reported as not implemented, and fails the run",
-        "unless `--rules` leaves its rules out. A `result` must equal `expected.result` exactly",
-        "(JSON values; object key order is free).",
-        "",
-        "## Functions",
-        "",
-        "| function | history | arguments | result |",
-        "|---|---|---|---|",
-        *(f"| `{name}` | {h} | {a} | {r} |" for name, (h, a, r) in FUNCTIONS.items()),
-        "",
-        "Error kinds: " + "; ".join(f"`{k}`: {v}" for k, v in ERROR_KINDS.items()) + ".",
-        "",
-        "In `agent_turn` and `legacy_run` the provider is a script: each step is a reply",
-        "(`text`, `tool_calls`) or `{\"overflow\": message}`; with `hidden_window` any request",
-        "whose estimate exceeds it overflows without using a step. Tools answer the",
-        "`tool_outputs` texts in call order (before `max_tool_result_chars` applies).",
-        "",
+        *PROTOCOL,
+        *_function_reference(),
         "## Where the vectors come from",
         "",
         "- `notebook:`: every call a chapter of the living spec makes to a library function,",
@@ -143,6 +191,8 @@ def readme(found: VectorSet) -> str:
         "  and seeded grids of settings.",
         "- `hostile:`: deep JSON, escaped lone surrogates, whitespace around envelopes,",
         "  non-finite numbers, foreign call shapes, odd image targets, localized breadcrumbs.",
+        "- `port:`: histories built around one TURN rule, through the trims, so that a port",
+        "  without `index_turns` or `to_chat_messages` can still show every TURN rule.",
         "- Every expected answer is histtrim's own, computed when the folder is exported.",
         "- A vector's `rules` are the rules its source names, narrowed to the one that decides",
         "  the answer first: a carrier history checks TURN-3, an exact budget fit KEEP-1, a",

@@ -24,6 +24,8 @@ SKIPPED_NOTEBOOKS = {
     "13_formats.ipynb": "drives the LangChain and Anthropic adapters (formats, not rules)",
     "14_design_review.ipynb": "replays whole sessions under other policies: what-if runs, not "
     "the spec's examples",
+    "15_frameworks.ipynb": "drives three agent frameworks through the integrations "
+    "(frameworks, not rules)",
 }
 """Notebooks whose code is not run for vectors, and why; every other chapter is."""
 

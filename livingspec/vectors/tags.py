@@ -6,7 +6,8 @@ failing vector points at the rule that was broken rather than at everything down
   (TURN-3): every limit and the estimate's current turn follow from that;
 - a token trim whose kept size equals the budget checks the fit itself (KEEP-1, `<=`);
 - a turn-count trim (and an agent turn where the turn limit fired) checks the limit's unit
-  and its minimum (KEEP-2..3, LIMIT-1..2), and the whole-turn cut (TURN-4, PAIR-1);
+  and its minimum (KEEP-2..3, LIMIT-1..2), and the whole-turn cut (TURN-4, PAIR-1), unless
+  its limit is at least the number of rows: then no unit trims, and it keeps its rules;
 - an agent turn that met a provider overflow checks the reactive trim (RUN-2, PAIR-4).
 
 A carrier history trimmed by a turn count, or at an exact budget fit, is decided by two of
@@ -38,6 +39,15 @@ def _keep(rules: Sequence[str], allowed: Sequence[str], fallback: str) -> tuple[
     return tuple(r for r in rules if r in allowed) or (fallback,)
 
 
+def _beyond_any_unit(history: Any, arguments: Mapping[str, Any],
+                     result: Mapping[str, Any]) -> bool:
+    """A turn-count trim whose limit is at least the number of rows trims nothing whatever
+    its unit (turns or messages): it checks the history's structure, not the limit."""
+    limit = arguments.get("max_turns")
+    return (isinstance(history, list) and isinstance(limit, int) and limit >= len(history)
+            and result.get("trimmed") is False)
+
+
 def narrow(
     rules: Sequence[str],
     function: str,
@@ -61,6 +71,8 @@ def narrow(
         return ("TURN-3",)
     if exact_fit:
         return ("KEEP-1",)
+    if function in TURN_COUNT and _beyond_any_unit(history, arguments, result):
+        return tuple(rules)
     if function in TURN_COUNT:
         return _keep(rules, LIMIT_RULES, "KEEP-2")
     if function == "agent_turn":

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from livingspec.specindex import markdown_headings
+from livingspec.specindex import markdown_headings, rules
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "build" / "screenshots"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+RULES = ROOT / "notebooks" / "spec" / "RULES.md"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 
@@ -146,3 +147,122 @@ def test_visible_code_fits_a_1280px_window(browser: object, base_url: str) -> No
                       in enumerate(widths) if scroll > client]
     page.close()
     assert not scrolling, scrolling
+
+
+# What a reader sees at a 1280px-wide window, page by page (one pass, one JSON per page).
+_LAYOUT = """() => {
+  const article = document.querySelector("article.bd-article");
+  const right = article.getBoundingClientRect().right;
+  const scroller = (e) => {
+    for (let p = e.parentElement; p && p !== article; p = p.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(p).overflowX)) return p;
+    }
+    return null;
+  };
+  const name = (e) => e.tagName.toLowerCase() + (e.className ? "." + e.className : "")
+    + ": " + e.textContent.trim().slice(0, 50);
+  const wider = [...article.querySelectorAll("*")]
+    .filter((e) => e.getBoundingClientRect().right > right + 1 && !scroller(e)).map(name);
+  const boxes = [...article.querySelectorAll("div.cell_output div.output.text_html")]
+    .filter((b) => b.scrollWidth > b.clientWidth + 1)
+    .filter((b) => !(b.classList.contains("scrolls") && b.nextElementSibling
+      && b.nextElementSibling.classList.contains("scroll-note")
+      && b.nextElementSibling.offsetHeight > 0)).map(name);
+  const outputs = [...article.querySelectorAll("div.cell_output pre")].map((pre) => ({
+    longest: Math.max(...pre.textContent.split("\\n").map((l) => [...l].length)),
+    wraps: getComputedStyle(pre).whiteSpace !== "pre",
+    clipped: !["auto", "scroll"].includes(getComputedStyle(pre).overflowX),
+    scrolls: pre.scrollWidth > pre.clientWidth + 1,
+    text: pre.textContent.trim().slice(0, 50),
+  }));
+  const figures = [...article.querySelectorAll("img")]
+    .filter((i) => i.getBoundingClientRect().width < 0.75 * i.naturalWidth - 1)
+    .map((i) => `${i.src.split("/").pop().slice(0, 16)}: ${i.naturalWidth}px shown at `
+      + `${Math.round(i.getBoundingClientRect().width)}px`);
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const backticks = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const inCode = n.parentElement.closest("pre, code, .highlight, .cell_output");
+    if (n.textContent.includes("`") && !inCode)
+      backticks.push(n.parentElement.textContent.trim().slice(0, 60));
+  }
+  return {wider, boxes, outputs, figures, backticks};
+}"""
+# A text table (the widest a chapter prints, 109 characters) fits its box; only a longer
+# line (one JSON event, one error message) may scroll, inside its own box.
+TABLE_COLUMNS = 112
+
+
+def _site_pages(site: Path) -> list[str]:
+    """Every page a reader reaches from the sidebar (the search and index pages aside)."""
+    skip = {"search.html", "genindex.html", "py-modindex.html"}
+    return sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html")
+                  if "_static" not in p.parts and p.name not in skip)
+
+
+@pytest.fixture(scope="module")
+def layouts(browser: object, base_url: str, site: Path) -> dict[str, dict[str, list[object]]]:
+    """Every page at 1280 x 900, its layout facts, and a full-page screenshot of each."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    found = {}
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for name in _site_pages(site):
+        page.goto(f"{base_url}/{name}", wait_until="networkidle")
+        found[name] = page.evaluate(_LAYOUT)
+        page.screenshot(path=str(SHOTS / f"1280-{name.replace('/', '-')[:-5]}.png"),
+                        full_page=True)
+    page.close()
+    return found
+
+
+def test_nothing_in_an_article_is_wider_than_the_article(layouts: dict) -> None:  # type: ignore[type-arg]
+    """No element pokes out of the article column: a wide output table scrolls inside its
+    own box, and then that box says so below it."""
+    wider = {page: found["wider"][:3] for page, found in layouts.items() if found["wider"]}
+    assert not wider
+    silent = {page: found["boxes"] for page, found in layouts.items() if found["boxes"]}
+    assert not silent
+
+
+def test_output_lines_keep_their_columns(layouts: dict) -> None:  # type: ignore[type-arg]
+    """Printed output never wraps (a text table keeps its columns) nor is cut off: a box
+    whose lines are at most TABLE_COLUMNS characters fits without scrolling; a longer line
+    scrolls inside its box."""
+    bad = [f"{page}: {out['text']!r} ({out['longest']} columns)"
+           for page, found in layouts.items() for out in found["outputs"]
+           if out["wraps"] or out["clipped"]
+           or (out["scrolls"] and out["longest"] <= TABLE_COLUMNS)]
+    assert not bad, bad
+
+
+def test_figures_are_shown_at_three_quarters_of_their_size(layouts: dict) -> None:  # type: ignore[type-arg]
+    """A figure shrunk below 75 % of its pixels has unreadable ticks and legends: draw it
+    narrower instead."""
+    small = {page: found["figures"] for page, found in layouts.items() if found["figures"]}
+    assert not small
+
+
+def test_no_stray_backtick_in_prose(layouts: dict) -> None:  # type: ignore[type-arg]
+    """A literal backtick in prose is a code span the markdown broke (a line starting with
+    `+ ` inside it became a list item) or a table cell that shows its markup."""
+    stray = {page: found["backticks"] for page, found in layouts.items() if found["backticks"]}
+    assert not stray
+
+
+def test_a_rule_id_typed_into_search_lands_on_its_anchor(browser: object, base_url: str) -> None:
+    """Every rule ID of RULES.md, typed into the search field, lands on the heading of the
+    chapter that demonstrates it (its anchor), scrolled into view; lower case too."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    missed = []
+    for n, rule in enumerate(rules(RULES)):
+        query = rule.rule_id.lower() if n % 2 else rule.rule_id
+        page.goto(f"{base_url}/search.html?q={query}", wait_until="networkidle")
+        anchor = rule.rule_id.lower()
+        landed = page.evaluate(
+            "(id) => { const e = document.getElementById(id); if (!e) return null;"
+            " const top = e.getBoundingClientRect().top;"
+            " return location.hash === '#' + id && top >= 0 && top < innerHeight; }", anchor)
+        if not landed:
+            missed.append(f"{query} -> {page.url}")
+    page.close()
+    assert not missed, missed

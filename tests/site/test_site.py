@@ -4,6 +4,7 @@ reference covering `histtrim.__all__`, the decisions chapter, and no machine pat
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -190,3 +191,81 @@ def test_notebook_outputs_hold_no_machine_paths() -> None:
         text = notebook.read_text(encoding="utf-8")
         for marker in (str(ROOT), "site-packages", "/root/", "Traceback (most recent call"):
             assert marker not in text, (notebook.name, marker)
+
+
+def _output_kinds(outputs: list[dict[str, object]]) -> list[str]:
+    """What a reader sees of a cell's outputs, in order: `stream` (printed text, blank
+    prints dropped) or `display` (a table, a figure, a value, a traceback)."""
+    kinds = []
+    for output in outputs:
+        if output["output_type"] == "stream":
+            if "".join(output["text"]).strip():  # type: ignore[arg-type]
+                kinds.append("stream")
+        else:
+            kinds.append("display")
+    return kinds
+
+
+def test_outputs_keep_the_order_the_cell_printed_them(site: Path) -> None:
+    """A label printed before a table stays above that table: the page shows each cell's
+    outputs in the notebook's order (streams are not merged), no output box is empty, and a
+    cell's figure caption captions its figure, not its tables too."""
+    token = re.compile(r'<div class="output (stream|text_html|text_plain|traceback)'
+                       r'|<img [^>]*src="_images/')
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        expected = [kind for c in cells
+                    if c["cell_type"] == "code" and c["outputs"]
+                    and "remove-cell" not in c["metadata"].get("tags", [])
+                    and "remove-output" not in c["metadata"].get("tags", [])
+                    for kind in _output_kinds(c["outputs"])]
+        html = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        shown = ["stream" if m.group(1) == "stream" else "display"
+                 for part in html.split('<div class="cell_output')[1:]
+                 for m in token.finditer(part)]
+        assert shown == expected, notebook.name
+        assert not re.search(r"<pre><span></span>\s*</pre>", html), notebook.name
+        # A figure's caption is under its image only, never under a table of the same cell.
+        for figure in re.findall(r"<figure.*?</figure>", html, re.S):
+            assert "_images/" in figure and "text_html" not in figure, notebook.name
+
+
+def test_chapter_00_tables_link_every_chapter(site: Path) -> None:
+    """Chapter 00's tables name the chapters as links to their pages, a rule ID never wraps
+    at its hyphen, and no cell shows markdown's backticks."""
+    html = (site / "00_index.html").read_text(encoding="utf-8")
+    links = {href for href, _ in _page(site / "00_index.html").links}
+    for notebook in NOTEBOOKS:
+        assert f"{notebook.stem}.html" in links, notebook.name
+    for entry in rules(RULES):
+        assert f'<td class="nowrap">{entry.rule_id}</td>' in html, entry.rule_id
+    assert not re.findall(r"<td>[^<]*`[^<]*</td>", html)
+
+
+def test_contributor_page_holds_the_test_runner_detail(site: Path) -> None:
+    """nbval, sanitize.cfg and the tags are contributor matters: on their own page, not in
+    the reader's chapter 00."""
+    chapter = (site / "00_index.html").read_text(encoding="utf-8")
+    assert "sanitize.cfg" not in chapter and "nbval" not in chapter
+    page = (site / "contributing.html").read_text(encoding="utf-8")
+    assert "sanitize.cfg" in page and "executes nothing" in page
+
+
+def test_long_figure_tables_are_folded_above_their_figure(site: Path) -> None:
+    """A figure's table of numbers longer than a few lines (kept for nbval, which ignores
+    images) is folded on the page, so the reader meets the figure, not a wall of rows."""
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        long_tables = 0
+        for cell in cells:
+            outputs = cell.get("outputs", [])
+            if not any("image/png" in o.get("data", {}) for o in outputs):
+                continue
+            before = outputs[:next(n for n, o in enumerate(outputs)
+                                   if "image/png" in o.get("data", {}))]
+            lines = sum(len("".join(o.get("text") or o.get("data", {}).get("text/plain", ""))
+                            .splitlines()) for o in before)
+            long_tables += lines > 9
+        html = (site / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        folded = html.count('<details class="admonition hide below-input"')
+        assert folded >= long_tables, notebook.name

@@ -1,0 +1,146 @@
+"""histtrim in a LangChain v1 agent: `create_agent(model, middleware=[HisttrimMiddleware()])`.
+
+`wrap_model_call` (and its async twin) trims the messages of each model request by whole turns
+(LIMIT-1, KEEP-1, RUN-1), counting the system prompt, puts the breadcrumb `HumanMessage` after
+it (SEEN-1), emits `HistoryTrimmed` (SEEN-2) and, when the model raises LangChain's
+`ContextOverflowError`, trims the request to two thirds of its estimate and calls the model once
+more (RUN-2). The graph state is not changed: the next request is trimmed again from the full
+history. With `persist=True`, `before_model` also trims the stored state (`RemoveMessage` of
+every message, then the kept ones and the breadcrumb): the dropped turns leave the state.
+
+The rows are the ones `histtrim.adapters.langchain.from_langchain` builds; the messages sent are
+the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[langchain]'`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+)
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.runtime import Runtime
+
+from histtrim.adapters.langchain import from_langchain
+from histtrim.counting import TokenCounter
+from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
+from histtrim.messages import BREADCRUMB
+from histtrim.route import ResolvedRuntime
+
+BREADCRUMB_ID = "histtrim-breadcrumb"
+"""The id of the breadcrumb `HumanMessage`: how the middleware knows a stored crumb is its own
+(the flag is the id, never the text, as in TURN-5's crumb slot)."""
+
+
+def breadcrumb() -> HumanMessage:
+    """The context note as LangChain sends it: a `HumanMessage` (SEEN-1)."""
+    return HumanMessage(content=BREADCRUMB, id=BREADCRUMB_ID)
+
+
+def has_breadcrumb(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the message after the leading `SystemMessage`s is the middleware's breadcrumb."""
+    prefix = 0
+    while prefix < len(messages) and isinstance(messages[prefix], SystemMessage):
+        prefix += 1
+    return prefix < len(messages) and messages[prefix].id == BREADCRUMB_ID
+
+
+class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
+    """The spec's whole-turn trimming as LangChain agent middleware.
+
+    Limits as `histtrim.integrations._trimmer.Trimmer` takes them: a `ResolvedRuntime`, or a
+    plain `budget_tokens` (and `max_turns`); `token_counter` prices a row's text; `on_trim`
+    receives each `HistoryTrimmed`. `persist=True` also trims the stored state."""
+
+    def __init__(
+        self,
+        runtime: ResolvedRuntime | None = None,
+        *,
+        budget_tokens: int | None = None,
+        max_turns: int | None = None,
+        token_counter: TokenCounter | None = None,
+        on_trim: OnTrim | None = None,
+        persist: bool = False,
+    ) -> None:
+        super().__init__()
+        self.trimmer = Trimmer(
+            runtime, budget_tokens=budget_tokens, max_turns=max_turns,
+            token_counter=token_counter, on_trim=on_trim,
+        )
+        if not isinstance(persist, bool):
+            raise ValueError(f"persist: expected True or False, got {persist!r}")
+        self.persist = persist
+
+    def trim(self, messages: Sequence[AnyMessage]) -> Trimmed[AnyMessage]:
+        """The messages to keep (the input's own objects, breadcrumb added), and the events."""
+        items: list[AnyMessage] = list(messages)
+        crumb: AnyMessage = breadcrumb()
+        return self.trimmer.trim(
+            items, from_langchain(items), crumb=crumb, crumb_present=has_breadcrumb(items)
+        )
+
+    def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """With `persist=True`: trim the stored messages (the system prompt is not in the
+        state; the request trim below still counts it)."""
+        if not self.persist:
+            return None
+        done = self.trim(state["messages"])
+        if not done.trimmed:
+            return None
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *done.units]}
+
+    async def abefore_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.before_model(state, runtime)
+
+    def _request(
+        self, request: ModelRequest[Any]
+    ) -> tuple[ModelRequest[Any], Trimmed[AnyMessage]]:
+        system: list[AnyMessage] = (
+            [] if request.system_message is None else [request.system_message]
+        )
+        done = self.trim([*system, *request.messages])
+        self.trimmer.check_pairing(done.rows)
+        return request.override(messages=done.units[len(system) :]), done
+
+    def _retry(
+        self, request: ModelRequest[Any], sent: Trimmed[AnyMessage], error: ContextOverflowError
+    ) -> ModelRequest[Any]:
+        crumb: AnyMessage = breadcrumb()
+        done = self.trimmer.reactive(
+            sent.units, sent.rows, crumb=crumb, crumb_present=sent.crumb_present
+        )
+        if done is None:
+            raise error
+        self.trimmer.check_pairing(done.rows)
+        system = 0 if request.system_message is None else 1
+        return request.override(messages=done.units[system:])
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Send the trimmed request; on a context overflow, once more trimmed to 2/3 (RUN-2)."""
+        trimmed, sent = self._request(request)
+        try:
+            return handler(trimmed)
+        except ContextOverflowError as error:
+            return handler(self._retry(request, sent, error))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        trimmed, sent = self._request(request)
+        try:
+            return await handler(trimmed)
+        except ContextOverflowError as error:
+            return await handler(self._retry(request, sent, error))

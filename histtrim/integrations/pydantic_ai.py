@@ -1,0 +1,285 @@
+"""histtrim in a pydantic-ai agent: `Agent(model, capabilities=[HisttrimCapability()])`.
+
+`prepare_model_request` trims the messages of each model request by whole turns (LIMIT-1,
+KEEP-1, RUN-1), counting `Agent(instructions=...)` (sent beside the messages) like a system
+row, puts the breadcrumb request after the system prompt (SEEN-1) and emits
+`HistoryTrimmed` (SEEN-2); `on_model_request_error` answers pydantic-ai's
+`ModelContextWindowExceededError` by trimming the request that overflowed to two thirds of its
+estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). The run's stored history
+(`result.all_messages()`) is not changed: each request is trimmed again from the full history.
+
+pydantic-ai keeps `Agent(system_prompt=...)` as a `SystemPromptPart` inside the first
+`ModelRequest`, beside the first user prompt: here each part of a request is its own row, so
+the system prompt is the leading system block and stays when its request's user prompt is
+dropped (TURN-5). Such a request is sent as a copy holding the kept parts (the part objects are
+the history's own); every other message sent is the history's own object, untouched.
+Needs the `pydantic-ai` extra: `pip install 'histtrim[pydantic-ai]'`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
+from pydantic_ai.messages import (
+    BinaryContent,
+    ImageUrl,
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+
+from histtrim.carriers import image_marker
+from histtrim.counting import TokenCounter
+from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
+from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
+from histtrim.route import ResolvedRuntime
+
+CRUMB_METADATA = {"histtrim": "breadcrumb"}
+"""The breadcrumb request's `metadata` (never sent to the model): how it is told apart."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What one row stands for: some parts of message `message` (None: the breadcrumb)."""
+
+    message: int | None
+    parts: tuple[int, ...]
+
+
+CRUMB = Unit(None, ())
+INSTRUCTIONS = Unit(-1, ())
+"""`Agent(instructions=...)`: sent beside the messages and counted like a system row."""
+
+
+def breadcrumb() -> ModelRequest:
+    """The context note as pydantic-ai sends it: a request with one user prompt (SEEN-1)."""
+    return ModelRequest(parts=[UserPromptPart(BREADCRUMB)], metadata=dict(CRUMB_METADATA))
+
+
+def to_rows(messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[ChatMessage]]:
+    """The units of `messages` and the provider-facing row of each: a response is one
+    assistant row (its tool calls the native envelope); in a request each system prompt, user
+    prompt and tool return is a row, and any other part goes with the row next to it."""
+    units: list[Unit] = []
+    rows: list[ChatMessage] = []
+    for m, message in enumerate(messages):
+        try:
+            if isinstance(message, ModelResponse):
+                units.append(Unit(m, tuple(range(len(message.parts)))))
+                rows.append(_response_row(message))
+            elif isinstance(message, ModelRequest):
+                for parts, row in _request_rows(message):
+                    units.append(Unit(m, parts))
+                    rows.append(row)
+            else:
+                raise TypeError(f"expected a ModelRequest or a ModelResponse, got {type(message)}")
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"messages[{m}]: {error}") from None
+    return units, rows
+
+
+def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[ModelMessage]:
+    """The messages the units stand for, in order: a message whose parts are all kept is the
+    original object; one with some parts kept is a copy holding them; `CRUMB` is the
+    breadcrumb request."""
+    out: list[ModelMessage] = []
+    group: list[int] = []
+    owner: int | None = None
+
+    def flush() -> None:
+        if owner is None:
+            return
+        message = messages[owner]
+        if len(group) == len(message.parts):
+            out.append(message)
+        else:
+            out.append(replace(message, parts=[message.parts[i] for i in group]))  # type: ignore[arg-type]
+
+    for unit in units:
+        if unit == INSTRUCTIONS:
+            continue
+        if unit.message is None:
+            flush()
+            owner, group = None, []
+            out.append(breadcrumb())
+        elif unit.message != owner:
+            flush()
+            owner, group = unit.message, list(unit.parts)
+        else:
+            group.extend(unit.parts)
+    flush()
+    return out
+
+
+def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
+    """Whether the unit after the leading system prompts is a breadcrumb request."""
+    for unit in units:
+        if unit == INSTRUCTIONS:
+            continue
+        if unit.message is None:
+            return True
+        message = messages[unit.message]
+        if not all(isinstance(message.parts[i], SystemPromptPart) for i in unit.parts):
+            return isinstance(message, ModelRequest) and message.metadata == CRUMB_METADATA
+    return False
+
+
+def _response_row(message: ModelResponse) -> ChatMessage:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            calls.append(ToolCall(id=part.tool_call_id, name=part.tool_name,
+                                  arguments=part.args_as_json_str()))
+        elif isinstance(part, TextPart | ThinkingPart):
+            texts.append(part.content)
+        else:
+            texts.append(_dumps(part))
+    text = "".join(texts)
+    if calls:
+        return ChatMessage.assistant_tool_calls(text or None, calls)
+    # A text that would read as a tool-call envelope is priced as a string (as the adapters do).
+    return ChatMessage.assistant(json.dumps(text, ensure_ascii=False) if text[:1] == "{" else text)
+
+
+def _request_rows(message: ModelRequest) -> list[tuple[tuple[int, ...], ChatMessage]]:
+    rows: list[tuple[list[int], ChatMessage]] = []
+    loose: list[int] = []  # parts that make no row of their own: they join a neighbour
+    for i, part in enumerate(message.parts):
+        row = _part_row(part)
+        if row is None:
+            if rows:
+                rows[-1][0].append(i)
+            else:
+                loose.append(i)
+            continue
+        rows.append(([*loose, i], row))
+        loose = []
+    if loose:  # no part made a row: the request continues the turn, priced by its text
+        text = TOOL_RESULTS_PREFIX + "\n" + "".join(_dumps(message.parts[i]) for i in loose)
+        rows.append((loose, ChatMessage.user(text)))
+    return [(tuple(parts), row) for parts, row in rows]
+
+
+def _part_row(part: Any) -> ChatMessage | None:
+    if isinstance(part, SystemPromptPart):
+        return ChatMessage.system(part.content)
+    if isinstance(part, UserPromptPart):
+        return ChatMessage.user(_user_text(part.content))
+    if isinstance(part, ToolReturnPart):
+        return ChatMessage.tool_result(part.tool_call_id, part.model_response_str())
+    if isinstance(part, RetryPromptPart) and part.tool_name is not None:
+        return ChatMessage.tool_result(part.tool_call_id, part.model_response())
+    if isinstance(part, RetryPromptPart | RetryFeedbackPart):
+        return None  # feedback from the framework, not a person: it never opens a turn
+    return None
+
+
+def _user_text(content: Any) -> str:
+    """A user prompt's text; images become `[IMAGE:...]` markers, priced as images (EST-2)."""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for item in content:
+        if isinstance(item, str):
+            pieces.append(item)
+        elif isinstance(item, ImageUrl):
+            pieces.append(image_marker(item.url))
+        elif isinstance(item, BinaryContent) and item.is_image:
+            pieces.append(image_marker(f"data:{item.media_type};base64,{item.identifier}"))
+        else:
+            pieces.append(_dumps(item))
+    return "".join(pieces)
+
+
+def _dumps(value: Any) -> str:
+    return repr(value)
+
+
+class HisttrimCapability(AbstractCapability[Any]):
+    """The spec's whole-turn trimming as a pydantic-ai capability.
+
+    Limits as `Trimmer` takes them: a `ResolvedRuntime`, or a plain `budget_tokens` (and
+    `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event."""
+
+    def __init__(
+        self,
+        runtime: ResolvedRuntime | None = None,
+        *,
+        budget_tokens: int | None = None,
+        max_turns: int | None = None,
+        token_counter: TokenCounter | None = None,
+        on_trim: OnTrim | None = None,
+    ) -> None:
+        self.trimmer = Trimmer(
+            runtime, budget_tokens=budget_tokens, max_turns=max_turns,
+            token_counter=token_counter, on_trim=on_trim,
+        )
+        self._sent: dict[str | None, tuple[list[ModelMessage], Trimmed[Unit]]] = {}
+        """Per run: the messages the last attempt was prepared from and what it sent."""
+        self._retry: dict[str | None, list[ModelMessage]] = {}
+        """Per run: what the attempt after an overflow sends."""
+
+    def trim(
+        self, messages: Sequence[ModelMessage], instructions: str | None = None
+    ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
+        """The messages to send (the history's own objects, breadcrumb added) and the trim;
+        `instructions` are counted as a leading system row."""
+        units, rows = to_rows(messages)
+        if instructions:
+            units, rows = [INSTRUCTIONS, *units], [ChatMessage.system(instructions), *rows]
+        done = self.trimmer.trim(
+            units, rows, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
+        )
+        return from_units(messages, done.units), done
+
+    async def prepare_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        retry = self._retry.pop(ctx.run_id, None)
+        if retry is not None:
+            return replace(request_context, messages=retry)
+        messages = list(request_context.messages)
+        parts = request_context.model_request_parameters.instruction_parts or []
+        sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
+        self.trimmer.check_pairing(done.rows)
+        self._sent[ctx.run_id] = (messages, done)
+        return replace(request_context, messages=sent)
+
+    async def after_model_request(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        self._sent.pop(ctx.run_id, None)
+        return response
+
+    async def on_model_request_error(
+        self, ctx: RunContext[Any], *, request_context: ModelRequestContext, error: Exception
+    ) -> ModelResponse:
+        """A context overflow: one more attempt, trimmed to 2/3 of what overflowed (RUN-2)."""
+        sent = self._sent.pop(ctx.run_id, None)
+        if not isinstance(error, ModelContextWindowExceededError) or sent is None:
+            raise error
+        messages, done = sent
+        again = self.trimmer.reactive(
+            done.units, done.rows, crumb=CRUMB, crumb_present=done.crumb_present
+        )
+        if again is None:
+            raise error
+        self.trimmer.check_pairing(again.rows)
+        self._retry[ctx.run_id] = from_units(messages, again.units)
+        raise RetryModelRequest()
