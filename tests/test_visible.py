@@ -5,6 +5,7 @@ planned."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 from histtrim import (
     BREADCRUMB,
@@ -24,7 +25,12 @@ from histtrim.agent.providers import ProviderReply, ScriptedProvider
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.estimate import plain_cost
 from histtrim.events import TrimReason
-from histtrim.trim import breadcrumb_message
+from histtrim.integrations._trimmer import Trimmer
+from histtrim.trim import (
+    breadcrumb_message,
+    trim_to_recent_turn_count,
+    trim_to_recent_turns,
+)
 from histtrim.visible import plan_visible_trim
 
 
@@ -127,3 +133,59 @@ def test_seen_1_a_counter_prices_the_breadcrumb_only_when_a_drop_brings_it() -> 
     trimmed = trim_records(records, rows, max_turns=1, breadcrumb_record=crumb,
                            token_counter=words)
     assert trimmed.crumb_inserted and asked.count(BREADCRUMB) == 1
+
+
+def test_low_water_targets_are_planned_like_the_library_trims() -> None:
+    """LIMIT-1..2 and RUN-1 with main's low-water marks: the plan keeps what
+    `trim_to_recent_turn_count(target=)` and `trim_to_recent_turns(target=)` keep (with the
+    breadcrumb counted toward the mark), and each event names its mark."""
+    rows = _history(10)
+    index = index_turns(rows)
+    costs = message_costs(rows, index)
+    half = Fraction(1, 2)
+    by_turns = plan_visible_trim(index, costs, max_turns=6, turn_target=half, breadcrumb=False)
+    assert by_turns.turns_after == trim_to_recent_turn_count(rows, 6, target=half).kept_turns
+    (event,) = by_turns.events
+    assert (event.reason, event.kept_turns, event.target) == (TrimReason.TURN_LIMIT, 3, "1/2")
+    budget = sum(costs) - 1
+    by_tokens = plan_visible_trim(index, costs, budget_tokens=budget, token_target=half,
+                                  breadcrumb=False)
+    library = trim_to_recent_turns(rows, budget, target=half)
+    assert (by_tokens.first, by_tokens.tokens_after) == (
+        library.dropped_turns, library.tokens_after
+    )
+    (event,) = by_tokens.events
+    assert (event.budget, event.target) == (budget // 2, "1/2")
+    with_crumb = plan_visible_trim(index, costs, budget_tokens=budget, token_target=half,
+                                   crumb_cost=CRUMB)
+    assert with_crumb.crumb_tokens == CRUMB and with_crumb.tokens_after <= budget // 2
+    spec = plan_visible_trim(index, costs, budget_tokens=budget, crumb_cost=CRUMB)
+    assert spec.events[0].target is None and "target" not in spec.events[0].to_wire()
+
+
+def test_the_plan_prices_the_breadcrumb_it_keeps() -> None:
+    """KEEP-3, SEEN-1: `crumb_tokens` is the kept breadcrumb's share of `tokens_after` (the
+    command line says when it tips the newest turn over), the input's own when it had one."""
+    rows = _history(3)
+    index = index_turns(rows)
+    costs = message_costs(rows, index)
+    assert plan_visible_trim(index, costs, budget_tokens=10**6, crumb_cost=CRUMB).crumb_tokens == 0
+    dropped = plan_visible_trim(index, costs, max_turns=1, crumb_cost=lambda: CRUMB)
+    assert dropped.crumb_inserted and dropped.crumb_tokens == CRUMB
+    crumbed = [rows[0], breadcrumb_message(), *rows[1:]]
+    index = index_turns(crumbed, crumb_present=True)
+    costs = message_costs(crumbed, index)
+    kept = plan_visible_trim(index, costs, max_turns=1)
+    assert kept.crumb_tokens == costs[1] and not kept.crumb_inserted
+
+
+def test_the_integrations_price_through_one_pricing_value() -> None:
+    """The frameworks' `Trimmer` prices with `Pricing` (policy + optional counter), the same
+    value the trims use."""
+    rows = _history(3)
+    plain = Trimmer(budget_tokens=100)
+    assert plain.pricing == ESTIMATE and plain.estimate(rows) == estimate_history_tokens(rows)
+    counted = Trimmer(budget_tokens=100, token_counter=lambda row: 1)
+    assert counted.estimate(rows) == counted.pricing.total(rows) == Pricing(
+        counted.policy, counted.token_counter
+    ).total(rows)
