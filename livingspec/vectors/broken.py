@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
@@ -16,19 +17,22 @@ from histtrim.agent.runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableC
 from histtrim.estimate import message_costs
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import SPEC
+from histtrim.policy import SPEC, low_water_turns
 from histtrim.trim import TrimResult, TurnCountTrimResult
 from histtrim.turns import TurnIndex, index_turns
 
 
-def _message_count(history: Any, max_turns: int, *, crumb_present: bool = False) -> Any:
-    """Keeps the newest `max_turns` *messages* (rows), not turns."""
+def _message_count(
+    history: Any, max_turns: int, *, crumb_present: bool = False, target: Fraction = Fraction(1)
+) -> Any:
+    """Keeps the newest `max_turns` *messages* (rows), not turns (once over, the low-water
+    mark's `target` of them, as the turn-count trims take it)."""
     rows = conversation_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
     limit, body = max(max_turns, 1), index.body_start
     if len(rows) - body <= limit:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, max_turns)
-    cut = len(rows) - limit
+    cut = len(rows) - low_water_turns(max_turns, target)
     kept_turns = sum(1 for start in index.starts if start >= cut)
     dropped = list(rows[body:cut])
     return TurnCountTrimResult(
