@@ -7,9 +7,8 @@ from .agent.calls import TurnOutcome
 from .agent.ledger import TokenLedger
 from .agent.legacy import LEGACY_TRIM_LOG, LegacyRunResult, legacy_run
 from .agent.providers import ContextOverflowError, Provider, ProviderReply, ProviderRequest
-from .agent.runtime import Agent
+from .agent.runtime import Agent, UnrecoverableContextOverflow
 from .agent.tools import Tool, ToolOutput
-from .agent.trims import UnrecoverableContextOverflow
 from .capacity import CapacityReport, ContextCapacityExceeded, capacity_report, check_request
 from .carriers import is_loadable_target, parse_tool_result, to_chat_messages
 from .config import (

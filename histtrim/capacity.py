@@ -9,13 +9,12 @@ from typing import Any
 from pydantic import ConfigDict
 
 from histtrim._unset import HidesUnset, unset_by_default
-from histtrim.counting import TokenCounter, counted_costs, counter_name
+from histtrim.counting import Pricing, TokenCounter
 from histtrim.estimate import (
     ToolSchema,
     estimate_hooks,
     estimate_image_tokens,
     estimate_tool_schemas,
-    message_costs,
 )
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.route import ResolvedRuntime
@@ -102,12 +101,8 @@ def capacity_report(
     if isinstance(hooks, str):
         raise ValueError("hooks: expected an iterable of hook texts, got a single str")
     rows, policy = chat_rows(messages), runtime.policy
-    index = index_turns(rows)
-    if token_counter is None:
-        costs, counter = message_costs(rows, index, policy=policy), None
-    else:
-        costs = counted_costs(rows, token_counter, index, policy=policy)
-        counter = counter_name(token_counter)
+    prices = Pricing(policy, token_counter)
+    costs = prices.costs(rows, index_turns(rows))
     images = estimate_image_tokens(rows, policy=policy)
     hook_tokens = estimate_hooks(hooks, policy=policy)
     schema_tokens = estimate_tool_schemas(tool_schemas, policy=policy)
@@ -122,7 +117,7 @@ def capacity_report(
         system=sum(cost for row, cost in zip(rows, costs, strict=True) if row.role == "system"),
         budget=runtime.effective_context_budget(),
         capacity_known=runtime.capacity is not None,
-        counter=counter,
+        counter=prices.counter_name,
     )
 
 

@@ -83,13 +83,9 @@ class RuntimeProfile(_Config):
             return None
         return float(ratio)
 
-    @property
-    def max_history_turns(self) -> int:
-        """The effective whole-turn limit: `max_history_messages`, or 50 when unset (LIMIT-2)."""
-        return self.history_turn_limit()
-
-    def history_turn_limit(self, policy: Policy = SPEC) -> int:
-        """`max_history_messages`, or the policy's default turn limit when unset (LIMIT-2)."""
+    def max_turns(self, policy: Policy = SPEC) -> int:
+        """The effective whole-turn limit: `max_history_messages`, or the policy's default
+        (50) when unset (LIMIT-2)."""
         if self.max_history_messages is None:
             return policy.default_max_history_turns
         return self.max_history_messages

@@ -13,15 +13,17 @@ a history re-priced at every provider-call boundary costs no second call. Hooks 
 schemas are not rows: they stay priced by the spec's estimate.
 
 The spec's estimate stays the default everywhere; a trim or event made with a counter names it
-(`counter`), so no one mistakes its figures for EST-1's."""
+(`counter`), so no one mistakes its figures for EST-1's. `Pricing` is the one value every
+estimate, trim and check prices rows with: the policy's constants and the optional counter."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from itertools import compress
 from typing import Any
 
-from histtrim.estimate import dispatched_images
+from histtrim.estimate import dispatched_images, message_cost, message_costs, plain_cost
 from histtrim.messages import ChatMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.turns import TurnIndex, index_turns
@@ -116,3 +118,45 @@ def counted_costs(
     for i in compress(range(current + 1, len(history)), declared):
         costs[i] += image * dispatched_images(history[i], current_turn=True)
     return costs
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How rows are priced: the policy's constants (EST-1..4) and, optionally, a token counter
+    for the rows' text. Every trim, estimate and check takes its prices from one of these; the
+    public functions build it from their `policy=` and `token_counter=` arguments."""
+
+    policy: Policy = SPEC
+    counter: TokenCounter | None = None
+
+    @property
+    def counter_name(self) -> str | None:
+        """What results and events name the figures' counter; None: the spec's estimate."""
+        return None if self.counter is None else counter_name(self.counter)
+
+    def costs(self, rows: Sequence[ChatMessage], index: TurnIndex | None = None) -> list[int]:
+        """Every row's price, in one pass (`message_costs`, or `counted_costs`)."""
+        if self.counter is None:
+            return message_costs(rows, index, policy=self.policy)
+        return counted_costs(rows, self.counter, index, policy=self.policy)
+
+    def total(self, rows: Sequence[ChatMessage]) -> int:
+        """The rows' estimate (`estimate_history_tokens`, or counted)."""
+        return sum(self.costs(rows))
+
+    def cost(self, row: ChatMessage, *, current_turn: bool) -> int:
+        """One row's price; `current_turn`: it follows the last real user row (EST-2..3)."""
+        if self.counter is None:
+            return message_cost(row, current_turn=current_turn, policy=self.policy)
+        return counted_cost(row, self.counter, current_turn=current_turn, policy=self.policy)
+
+    def plain(self, row: ChatMessage) -> int:
+        """A row with no dispatched image: its text plus the framing tokens."""
+        if self.counter is None:
+            return plain_cost(row, policy=self.policy)
+        return counted_plain_cost(row, self.counter, policy=self.policy)
+
+
+
+ESTIMATE = Pricing()
+"""The spec's estimate with the spec's constants: no counter, `SPEC`."""

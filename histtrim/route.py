@@ -58,9 +58,9 @@ class ResolvedRuntime(BaseModel):
         return configured if configured else self.policy.fallback_context_tokens
 
     @property
-    def max_history_turns(self) -> int:
+    def max_turns(self) -> int:
         """The profile's whole-turn limit, with this policy's default (LIMIT-2)."""
-        return self.profile.history_turn_limit(self.policy)
+        return self.profile.max_turns(self.policy)
 
     @property
     def max_tool_result_chars(self) -> int:

@@ -13,8 +13,7 @@ from itertools import accumulate
 from typing import Any, Generic, TypeVar, cast
 
 from histtrim._checks import non_negative
-from histtrim.counting import TokenCounter, counted_costs, counter_name
-from histtrim.estimate import message_costs
+from histtrim.counting import Pricing, TokenCounter
 from histtrim.messages import (
     BREADCRUMB,
     ChatMessage,
@@ -131,11 +130,8 @@ def trim_to_recent_turns(
     budget = non_negative("budget_tokens", budget_tokens)
     rows = chat_rows(history)
     index = index_turns(rows, crumb_present=crumb_present)
-    if token_counter is None:
-        costs, counter = message_costs(rows, index, policy=policy), None
-    else:
-        costs = counted_costs(rows, token_counter, index, policy=policy)
-        counter = counter_name(token_counter)
+    prices = Pricing(policy, token_counter)
+    costs, counter = prices.costs(rows, index), prices.counter_name
     total = sum(costs)
     if budget == 0 or total <= budget or index.turn_count <= 1:
         return TrimResult(list(rows), [], 0, 0, index.turn_count, total, total, budget, counter)
@@ -158,7 +154,7 @@ def trim_to_recent_turn_count(
     history: Iterable[ChatMessage | Mapping[str, Any]],
     max_turns: int,
     *,
-    has_leading_breadcrumb: bool = False,
+    crumb_present: bool = False,
     target: Fraction = Fraction(1),
 ) -> TurnCountTrimResult[ChatMessage]:
     """Keep the newest `max(max_turns, 1)` turns of a provider-facing history.
@@ -167,7 +163,7 @@ def trim_to_recent_turn_count(
     with its turn. `target` (1 in the spec): once over, keep `max(1, ceil(max_turns * target))`."""
     limit = non_negative("max_turns", max_turns)
     rows = chat_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     drop = _turns_to_drop(index.turn_count, limit, target)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)
@@ -179,7 +175,7 @@ def trim_conversation_to_recent_turns(
     history: Iterable[ConversationMessage | Mapping[str, Any]],
     max_turns: int,
     *,
-    has_leading_breadcrumb: bool = False,
+    crumb_present: bool = False,
     target: Fraction = Fraction(1),
 ) -> TurnCountTrimResult[ConversationMessage]:
     """Keep the newest `max(max_turns, 1)` turns of the structured `Agent.history`.
@@ -189,7 +185,7 @@ def trim_conversation_to_recent_turns(
     `target` as in `trim_to_recent_turn_count`."""
     limit = non_negative("max_turns", max_turns)
     rows = conversation_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     drop = _turns_to_drop(index.turn_count, limit, target)
     if drop <= 0:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, limit)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from histtrim.carriers import to_chat_messages
-from histtrim.counting import TokenCounter, counted_costs
-from histtrim.estimate import dispatched_images, message_costs
+from histtrim.counting import Pricing, TokenCounter
+from histtrim.estimate import dispatched_images
 from histtrim.messages import ChatMessage, ConversationMessage, conversation_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.turns import TurnIndex, index_turns
@@ -61,11 +61,7 @@ def price_items(
         rows.extend(expanded)
         owner.extend([i] * len(expanded))
     row_index = index_turns(rows, crumb_present=crumb_present)
-    row_costs = (
-        message_costs(rows, row_index, policy=policy)
-        if token_counter is None
-        else counted_costs(rows, token_counter, row_index, policy=policy)
-    )
+    row_costs = Pricing(policy, token_counter).costs(rows, row_index)
     current = row_index.current_turn_after
     costs, images = [0] * len(items), [0] * len(items)
     for r, (i, row) in enumerate(zip(owner, rows, strict=True)):

@@ -36,12 +36,12 @@ def test_runtime_profile_defaults_are_the_design_values() -> None:
 @pytest.mark.parametrize(
     ("value", "turns"), [(None, DEFAULT_MAX_HISTORY_TURNS), (0, 0), (1, 1), (7, 7), (50, 50)]
 )
-def test_max_history_turns_defaults_to_50_and_an_explicit_value_wins(
+def test_max_turns_defaults_to_50_and_an_explicit_value_wins(
     value: int | None, turns: int
 ) -> None:
     """LIMIT-2: unset means 50 turns; an explicit value, 0 included, is authoritative."""
     assert DEFAULT_MAX_HISTORY_TURNS == 50
-    assert RuntimeProfile(max_history_messages=value).max_history_turns == turns
+    assert RuntimeProfile(max_history_messages=value).max_turns() == turns
 
 
 @pytest.mark.parametrize(

@@ -128,6 +128,10 @@ def test_each_broken_implementation_fails_exactly_the_rules_it_breaks(
     rows = tally(outcomes, rule_ids(RULES_MD), ("*",))
     failing = {row.rule_id for row in rows if not row.ok}
     assert failing == set(BROKEN[name].breaks)
+    # it fails by the rule it changes, never by crashing (a patched function that no longer
+    # takes its caller's arguments fails every vector of that path for the wrong reason)
+    crashed = [o.vector.id for o in outcomes if "internal_error" in o.reason]
+    assert not crashed
 
 
 def test_the_exported_readme_documents_the_protocol_and_counts(committed: list[Vector]) -> None:

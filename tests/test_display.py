@@ -197,7 +197,7 @@ def test_an_untrimmed_result_has_no_dropped_block() -> None:
 
 def test_a_present_breadcrumb_is_marked_and_is_not_a_turn() -> None:
     history = [agent_session()[0], breadcrumb_message(), *agent_session()[1:]]
-    result = trim_to_recent_turn_count(history, 2, has_leading_breadcrumb=True)
+    result = trim_to_recent_turn_count(history, 2, crumb_present=True)
     html = trim_result_html(result)
     page = Page(html)
     assert page.turns == [1, 2, 3, 4, 5]
@@ -222,7 +222,7 @@ def test_structured_trim_shows_the_dropped_breadcrumb() -> None:
         breadcrumb_message(),
         *structured_session()[1:],
     ]
-    result = trim_conversation_to_recent_turns(items, 1, has_leading_breadcrumb=True)
+    result = trim_conversation_to_recent_turns(items, 1, crumb_present=True)
     html = trim_result_html(result)
     page = Page(html)
     assert page.turns == [1, 2, 3]
@@ -263,7 +263,7 @@ def test_any_structured_trim_renders_every_turn_once(
     generated: GeneratedHistory[ConversationMessage], max_turns: int
 ) -> None:
     result = trim_conversation_to_recent_turns(
-        generated.history, max_turns, has_leading_breadcrumb=generated.crumb
+        generated.history, max_turns, crumb_present=generated.crumb
     )
     page = Page(trim_result_html(result))
     assert page.turns == list(range(1, generated.turn_count + 1))

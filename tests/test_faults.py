@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-import histtrim.agent.ledger
+import histtrim.counting
 from histtrim import (
     Agent,
     ChatMessage,
@@ -276,15 +276,16 @@ def busy_switching() -> Iterator[None]:
 def test_item_4_a_shared_ledger_survives_six_threads_trimming(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Pricing a row yields to the other threads (a sleep inside `message_cost`), so an
-    unlocked ledger interleaves its updates on every run, not only on unlucky ones."""
-    real = histtrim.agent.ledger.message_cost
+    """Pricing a row yields to the other threads (a sleep inside the `message_cost` that
+    `Pricing` calls), so an unlocked ledger interleaves its updates on every run, not only
+    on unlucky ones."""
+    real = histtrim.counting.message_cost
 
     def slow_price(row: ChatMessage, *, current_turn: bool, **options: Any) -> int:
         time.sleep(0.0001)
         return real(row, current_turn=current_turn, **options)
 
-    monkeypatch.setattr(histtrim.agent.ledger, "message_cost", slow_price)
+    monkeypatch.setattr(histtrim.counting, "message_cost", slow_price)
     ledger = TokenLedger([ChatMessage.system("sys")])
     errors: list[BaseException] = []
 

@@ -79,9 +79,9 @@ def test_item_1_flag_is_authoritative_for_every_crumb_aware_function() -> None:
     assert (index.crumb, index.starts, index.turn_count) == (1, (2, 4), 2)
     token = trim_to_recent_turns(rows, 20, crumb_present=True)
     assert token.history == [rows[0], rows[1], rows[4], rows[5]] and token.dropped_messages == 2
-    count = trim_to_recent_turn_count(rows, 1, has_leading_breadcrumb=True)
+    count = trim_to_recent_turn_count(rows, 1, crumb_present=True)
     assert count.history == token.history and count.dropped == rows[2:4]
-    structured = trim_conversation_to_recent_turns(rows, 1, has_leading_breadcrumb=True)
+    structured = trim_conversation_to_recent_turns(rows, 1, crumb_present=True)
     assert structured.history == [rows[0], rows[4], rows[5]]  # the owner re-inserts it
     assert structured.dropped_messages == 2
     assert insert_breadcrumb(rows, crumb_present=True) == rows  # no second crumb

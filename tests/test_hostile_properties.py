@@ -172,7 +172,7 @@ def test_hostile_rows_only_value_errors_and_partitions(
     if crumb and not slot_is_user(rows):
         for trim in (
             lambda: trim_to_recent_turns(rows, budget, crumb_present=True),
-            lambda: trim_to_recent_turn_count(rows, 1, has_leading_breadcrumb=True),
+            lambda: trim_to_recent_turn_count(rows, 1, crumb_present=True),
             lambda: drop_oldest_whole_turn(rows, crumb_present=True),
             lambda: insert_breadcrumb(rows, crumb_present=True),
             lambda: sweep_orphans(rows, crumb_present=True),
@@ -182,9 +182,9 @@ def test_hostile_rows_only_value_errors_and_partitions(
         return
     token = trim_to_recent_turns(rows, budget, crumb_present=crumb)
     assert partitions(token.history, token.dropped, rows, body)
-    count = trim_to_recent_turn_count(rows, 1, has_leading_breadcrumb=crumb)
+    count = trim_to_recent_turn_count(rows, 1, crumb_present=crumb)
     assert partitions(count.history, count.dropped, rows, body)
-    structured = trim_conversation_to_recent_turns(rows, 1, has_leading_breadcrumb=crumb)
+    structured = trim_conversation_to_recent_turns(rows, 1, crumb_present=crumb)
     assert sorted(map(id, [*structured.history, *structured.dropped])) == sorted(map(id, rows))
     kept, dropped = drop_oldest_whole_turn(rows, crumb_present=crumb)
     assert len(kept) + dropped == len(rows)

@@ -150,7 +150,7 @@ def test_kept_rows_match_the_structured_trim(
 ) -> None:
     history = generated.history
     result = trim_conversation_to_recent_turns(
-        history, max_turns, has_leading_breadcrumb=generated.crumb
+        history, max_turns, crumb_present=generated.crumb
     )
     flags = kept_rows(history, result, crumb_present=generated.crumb)
     assert sorted(map(id, _kept(history, flags))) == sorted(map(id, result.history))
@@ -255,7 +255,7 @@ def test_figure_numbers_agree_with_every_provider_facing_trim(
     history, crumb = generated.history, generated.crumb
     for result in (
         trim_to_recent_turns(history, budget, crumb_present=crumb),
-        trim_to_recent_turn_count(history, max_turns, has_leading_breadcrumb=crumb),
+        trim_to_recent_turn_count(history, max_turns, crumb_present=crumb),
     ):
         flags = kept_rows(history, result, crumb_present=crumb)
         assert _kept(history, flags) == result.history

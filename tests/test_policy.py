@@ -98,7 +98,7 @@ def test_every_policy_parameter_defaults_to_the_spec() -> None:
         "histtrim.estimate.estimate_tool_schemas", "histtrim.estimate.estimate_hooks",
         "histtrim.trim.trim_to_recent_turns", "histtrim.agent.ledger.TokenLedger.__init__",
         "histtrim.route.resolve_runtime", "histtrim.route.select_route",
-        "histtrim.config.RuntimeProfile.history_turn_limit",
+        "histtrim.config.RuntimeProfile.max_turns",
         "histtrim.config.RuntimeProfile.tool_result_cap",
         "histtrim.safety.cap_tool_result", "histtrim.safety.ChannelSenderCache.__init__",
         "histtrim.agent.providers.ScriptedProvider.__init__",

@@ -44,7 +44,7 @@ from histtrim import (
 )
 from histtrim.agent.legacy import FINAL_SUMMARY_PROMPT
 from histtrim.agent.providers import Overflow, ProviderError, ScriptedProvider
-from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW
+from histtrim.agent.runtime import UNRECOVERABLE_OVERFLOW
 from histtrim.carriers import parse_tool_calls
 from histtrim.estimate import ToolSchema
 from histtrim.events import InMemoryTransport, JsonLinesTransport, ObservedTrim

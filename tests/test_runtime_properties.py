@@ -354,7 +354,7 @@ def test_scripted_sessions_keep_every_runtime_invariant(session: Session) -> Non
         (estimate_history_tokens(r.messages), r.estimated_tokens) for r in sent
     ]
     assert bot.crumb_present == bool(bot.events)
-    limit = max(session.runtime.profile.max_history_turns, 1)
+    limit = max(session.runtime.profile.max_turns(), 1)
     if watch.last_ok:  # a restored past is not trimmed until a turn completes
         assert index_turns(bot.history, crumb_present=bot.crumb_present).turn_count <= limit
     for call in bot.calls:
@@ -414,7 +414,7 @@ def test_seen_4_legacy_path_trims_turns_and_only_logs(
         logger.removeHandler(handler)
     assert rows == snapshot
     turns_before = index_turns(rows).turn_count + 1
-    keep = max(runtime.profile.max_history_turns, 1)
+    keep = max(runtime.profile.max_turns(), 1)
     assert index_turns(result.history).turn_count == min(turns_before, keep)
     assert BREADCRUMB not in [m.content for m in result.history]
     trimmed = turns_before > keep

@@ -238,17 +238,17 @@ def test_limit_2_breadcrumb_is_not_a_turn() -> None:
     """LIMIT-2: with the flag, the crumb uses no slot; provider-facing keeps it in place,
     the structured trim removes it (its owner re-inserts it); neither counts it."""
     rows = [SYSTEM, CRUMB, *turn_search(), *turn_config()]
-    facing = trim_to_recent_turn_count(rows, 1, has_leading_breadcrumb=True)
+    facing = trim_to_recent_turn_count(rows, 1, crumb_present=True)
     assert facing.history == [SYSTEM, CRUMB, *turn_config()]
     assert facing.dropped == turn_search()
     assert facing.dropped_messages == 4
-    assert trim_to_recent_turn_count(rows, 2, has_leading_breadcrumb=True).history == rows
+    assert trim_to_recent_turn_count(rows, 2, crumb_present=True).history == rows
 
-    structured = trim_conversation_to_recent_turns(rows, 1, has_leading_breadcrumb=True)
+    structured = trim_conversation_to_recent_turns(rows, 1, crumb_present=True)
     assert structured.history == [SYSTEM, *turn_config()]
     assert structured.dropped == [CRUMB, *turn_search()]
     assert structured.dropped_messages == 4
-    untouched = trim_conversation_to_recent_turns(rows, 2, has_leading_breadcrumb=True)
+    untouched = trim_conversation_to_recent_turns(rows, 2, crumb_present=True)
     assert untouched.history == rows
 
 
@@ -479,8 +479,8 @@ def test_insert_breadcrumb_once_after_the_system_rows() -> None:
     "call",
     [
         lambda rows: trim_to_recent_turns(rows, 10, crumb_present=True),
-        lambda rows: trim_to_recent_turn_count(rows, 1, has_leading_breadcrumb=True),
-        lambda rows: trim_conversation_to_recent_turns(rows, 1, has_leading_breadcrumb=True),
+        lambda rows: trim_to_recent_turn_count(rows, 1, crumb_present=True),
+        lambda rows: trim_conversation_to_recent_turns(rows, 1, crumb_present=True),
         lambda rows: drop_oldest_whole_turn(rows, crumb_present=True),
         lambda rows: insert_breadcrumb(rows, crumb_present=True),
     ],

@@ -254,7 +254,7 @@ def test_turn_count_trim_properties(g: GeneratedHistory[ChatMessage], max_turns:
     """KEEP-2/KEEP-3/LIMIT-1/TURN-4..6/PAIR-1 for the provider-facing turn limit."""
     history = g.history
     before = snapshot(history)
-    result = trim_to_recent_turn_count(history, max_turns, has_leading_breadcrumb=g.crumb)
+    result = trim_to_recent_turn_count(history, max_turns, crumb_present=g.crumb)
     check_untouched(g, history, before)
 
     dropped_turns = check_provider_facing(g, result.history, result.dropped)
@@ -265,7 +265,7 @@ def test_turn_count_trim_properties(g: GeneratedHistory[ChatMessage], max_turns:
     assert result.trimmed == (expected_drop > 0)
     assert result.history == (suffix(g, expected_drop) if expected_drop else list(g.rows))
 
-    again = trim_to_recent_turn_count(result.history, max_turns, has_leading_breadcrumb=g.crumb)
+    again = trim_to_recent_turn_count(result.history, max_turns, crumb_present=g.crumb)
     assert again.history == result.history
     assert not again.trimmed
 
@@ -286,7 +286,7 @@ def test_structured_trim_properties(
     check_index(g)
     history = g.history
     before = snapshot(history)
-    result = trim_conversation_to_recent_turns(history, max_turns, has_leading_breadcrumb=g.crumb)
+    result = trim_conversation_to_recent_turns(history, max_turns, crumb_present=g.crumb)
     check_untouched(g, history, before)
 
     expected_drop = max(0, g.turn_count - max(max_turns, 1))
@@ -329,13 +329,13 @@ def test_structured_trim_properties(
 
     # Idempotent: the output has no crumb once trimmed.
     flag = g.crumb and not result.trimmed
-    again = trim_conversation_to_recent_turns(kept, max_turns, has_leading_breadcrumb=flag)
+    again = trim_conversation_to_recent_turns(kept, max_turns, crumb_present=flag)
     assert again.history == kept
     assert not again.trimmed
 
     # TURN-1: the provider-facing trim of the same history keeps the same turns.
     facing = trim_to_recent_turn_count(
-        to_chat_messages(g.rows), max_turns, has_leading_breadcrumb=g.crumb
+        to_chat_messages(g.rows), max_turns, crumb_present=g.crumb
     )
     assert (facing.kept_turns, facing.dropped_turns) == (result.kept_turns, result.dropped_turns)
     if not g.crumb:

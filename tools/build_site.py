@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -163,26 +164,64 @@ def _rst_heading(text: str, underline: str) -> list[str]:
     return [text, underline * len(text), ""]
 
 
-def api_page() -> str:
-    """The API reference (reStructuredText, autodoc's own language): every name of
-    `histtrim.__all__`, grouped by the module that defines it, then the public submodules
-    that are not re-exported."""
+def api_sections() -> list[tuple[str, list[str], list[str]]]:
+    """The API reference's sections: (a section of RULES.md, its rule IDs, the names of
+    `histtrim.__all__` documented under it). A name goes under the first section with a rule
+    `docs/implemented_by.toml` maps it to (a member, `Class.attr`, brings its class), else
+    under the first rule its defining module's docstring cites; a name citing no rule goes to
+    a last section, "Supporting types". Names keep their modules' layer order."""
+    import tomllib
+
     import histtrim
 
+    spec = rules(ROOT / "notebooks" / "spec" / "RULES.md")
+    section_of = {rule.rule_id: rule.section for rule in spec}
+    implemented = tomllib.loads((ROOT / "docs" / "implemented_by.toml").read_text("utf-8"))
+    cites: dict[str, Counter[str]] = {}
+    for rule in spec:
+        for entry in implemented["rules"].get(rule.rule_id, []):
+            name = entry.removeprefix("histtrim.").split(".")[0]
+            cites.setdefault(name, Counter())[rule.section] += 1
+    home = {name: count.most_common(1)[0][0] for name, count in cites.items()}
     sources = _public_sources()
-    modules = layer_order(sorted(set(sources.values())))
+    for name in histtrim.__all__:
+        if name not in home:
+            doc = inspect.getdoc(importlib.import_module(f"histtrim.{sources[name]}")) or ""
+            cited = [r for r in RULE_ID.findall(doc) if r in section_of]
+            home[name] = section_of[cited[0]] if cited else SUPPORTING
+    rank = {module: i for i, module in enumerate(layer_order(sorted(set(sources.values()))))}
+    names = sorted(histtrim.__all__, key=lambda n: rank[sources[n]])
+    sections = [*dict.fromkeys(rule.section for rule in spec), SUPPORTING]
+    out = []
+    for section in sections:
+        ids = [rule.rule_id for rule in spec if rule.section == section]
+        members = [name for name in names if home[name] == section]
+        if members:
+            out.append((section, ids, members))
+    return out
+
+
+SUPPORTING = "Supporting types"
+
+
+def api_page() -> str:
+    """The API reference (reStructuredText, autodoc's own language): every name of
+    `histtrim.__all__`, grouped by the spec section whose rules it implements
+    (`api_sections`), then the public submodules that are not re-exported."""
+    import histtrim
+
     out = [*_rst_heading("API reference", "="),
            "Generated from the docstrings. Everything in the first sections is importable from "
            "``histtrim`` directly (``from histtrim import trim_to_recent_turns``); the sections "
-           "follow the modules that define the names, lower layers first, each headed by the "
-           "rules it implements. The last sections are the living spec's modules the notebooks "
-           "use (``livingspec``, in the repository, not installed).", ""]
-    for module in modules:
-        names = [n for n in histtrim.__all__ if sources.get(n) == module]
-        if not names:
-            continue
-        doc = inspect.getdoc(importlib.import_module(f"histtrim.{module}")) or ""
-        out += [*_rst_heading(f"histtrim.{module}", "-"), _first_paragraph(doc), ""]
+           "follow the spec's sections (:doc:`spec/rules`), each headed by its rules and "
+           "holding the names that implement them (``docs/implemented_by.toml``). The last "
+           "sections are the living spec's modules the notebooks use (``livingspec``, in the "
+           "repository, not installed).", ""]
+    for section, ids, names in api_sections():
+        out += _rst_heading(_literals(section), "-")
+        if ids:
+            links = ", ".join(f":ref:`{rule} <{rule.lower()}>`" for rule in ids)
+            out += [f"Rules: {links}.", ""]
         for name in names:
             obj = getattr(histtrim, name)
             if inspect.isclass(obj):
@@ -196,9 +235,8 @@ def api_page() -> str:
     return "\n".join(out) + "\n"
 
 
-def _first_paragraph(doc: str) -> str:
-    """A module docstring's first paragraph, markdown code spans as reST literals."""
-    text = doc.split("\n\n")[0].replace("\n", " ")
+def _literals(text: str) -> str:
+    """Markdown code spans as reST literals."""
     return re.sub(r"(?<!`)`([^`]+)`(?!`)", r"``\1``", text)
 
 

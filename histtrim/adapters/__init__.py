@@ -5,24 +5,18 @@ come back untouched."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from histtrim.counting import TokenCounter, counted_costs, counter_name
-from histtrim.estimate import estimate_history_tokens
-from histtrim.events import HistoryTrimmed, TrimReason
-from histtrim.messages import ChatMessage
+from histtrim._checks import non_negative
+from histtrim.counting import Pricing, TokenCounter
+from histtrim.events import HistoryTrimmed
+from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
-from histtrim.trim import (
-    TrimResult,
-    TurnCountTrimResult,
-    insert_breadcrumb,
-    trim_to_recent_turn_count,
-    trim_to_recent_turns,
-)
-from histtrim.turns import leading_system_count
+from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
+from histtrim.turns import index_turns
+from histtrim.visible import plan_visible_trim
 
 R = TypeVar("R")
 
@@ -80,57 +74,40 @@ def trim_records(
     `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
     event's figures (`histtrim.counting`)."""
 
-    def estimate(rows: Sequence[ChatMessage]) -> int:
-        if token_counter is None:
-            return estimate_history_tokens(rows, policy=policy)
-        return sum(counted_costs(rows, token_counter, policy=policy))
-
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")
-    result: TrimResult | TurnCountTrimResult[ChatMessage]
-    inserted = False
     if budget_tokens is not None:
-        result = trim_to_recent_turns(
-            rows, budget_tokens, crumb_present=crumb_present, token_counter=token_counter,
-            policy=policy,
+        non_negative("budget_tokens", budget_tokens)
+    else:
+        non_negative("max_turns", max_turns)
+    rows = chat_rows(rows)
+    index = index_turns(rows, crumb_present=crumb_present)
+    crumb_row, prices = breadcrumb_message(), Pricing(policy, token_counter)
+    counter = prices.counter_name
+    plan = plan_visible_trim(
+        index, prices.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
+        budget_in_force=budget_in_force, crumb_cost=lambda: prices.plain(crumb_row),
+        breadcrumb=breadcrumb_record is not None, counter=counter,
+    )
+    kept_rows = plan.kept(rows, crumb_row)
+    dropped = plan.dropped(rows)
+    result: TrimResult | TurnCountTrimResult[ChatMessage]
+    if budget_tokens is not None:
+        result = TrimResult(
+            kept_rows, dropped, len(dropped), plan.first, plan.turns_after, plan.tokens_before,
+            plan.tokens_after, budget_tokens, counter,
         )
-        reason, budget, before = TrimReason.TOKEN_BUDGET, result.budget_tokens, result.tokens_before
-        if result.trimmed and breadcrumb_record is not None and not crumb_present:
-            # The breadcrumb is sent too: trim again with it in place so it counts toward
-            # the budget (KEEP-1, CAP-1), as the agent loop does.
-            at = leading_system_count(rows)
-            records = [*records[:at], copy.deepcopy(breadcrumb_record), *records[at:]]
-            rows = insert_breadcrumb(rows, crumb_present=False)
-            crumb_present = inserted = True
-            with_crumb = trim_to_recent_turns(
-                rows, budget_tokens, crumb_present=True, token_counter=token_counter,
-                policy=policy,
-            )
-            result = dataclasses.replace(with_crumb, tokens_before=before)  # the caller's rows
     else:
         assert max_turns is not None
-        result = trim_to_recent_turn_count(rows, max_turns, has_leading_breadcrumb=crumb_present)
-        reason, budget = TrimReason.TURN_LIMIT, budget_in_force
-        before = estimate(rows) if result.trimmed else 0
-    if not result.trimmed:
+        result = TurnCountTrimResult(
+            plan.kept(rows, None), dropped, len(dropped), plan.first, plan.turns_after, max_turns
+        )
+    if not plan.trimmed:
         return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
-
-    body = leading_system_count(rows) + crumb_present
-    kept = [*records[:body], *records[body + len(result.dropped) :]]
-    out_rows: list[ChatMessage] = list(result.history)
-    if breadcrumb_record is not None and not crumb_present:
-        kept.insert(leading_system_count(out_rows), copy.deepcopy(breadcrumb_record))
-        out_rows = insert_breadcrumb(out_rows, crumb_present=False)
-        inserted = True
-    event = HistoryTrimmed(
-        reason=reason,
-        dropped_messages=result.dropped_messages,
-        kept_turns=result.kept_turns,
-        tokens_before=before,
-        tokens_after=estimate(out_rows),
-        budget=budget,
-        counter=None if token_counter is None else counter_name(token_counter),
+    crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
+    return RecordTrimResult(
+        plan.kept(records, crumb_record), kept_rows, result, plan.events[0],
+        plan.crumb_present, plan.crumb_inserted,
     )
-    return RecordTrimResult(kept, out_rows, result, event, crumb_present or inserted, inserted)

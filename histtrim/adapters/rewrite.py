@@ -1,26 +1,23 @@
 """Whole-turn trims of a `HistoryFile` on its columns, and the file written back in its own
 format and layout (JSON Lines as the input's own bytes).
 
-The cut is the library's: the turn limit keeps the newest `max(max_turns, 1)` turns, the
-budget the longest suffix of whole turns that fits with the system prefix and the
-breadcrumb (`first_turn_within`), the newest turn always kept (KEEP-1..3, CAP-1)."""
+The cut is the library's visible trim (`histtrim.visible`), planned on the file's turn index
+and row costs: no row is made."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
-from operator import add
+from itertools import accumulate
 from typing import Any
 
-from histtrim._checks import non_negative
 from histtrim.adapters.formats import HistoryFile, breadcrumb_record
-from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, row_facts
-from histtrim.trim import first_turn_within
 from histtrim.turn_sizes import TurnStats
 from histtrim.turns import TurnIndex
+from histtrim.visible import plan_visible_trim
 
 _BOM = b"\xef\xbb\xbf"
 _CRUMB_TOKENS = row_facts("user", BREADCRUMB).plain_tokens
@@ -41,6 +38,8 @@ class FileTrim:
     turns_after: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
+    crumb_tokens: int = 0
+    """The breadcrumb's share of `tokens_after` (inserted or the input's; 0: none is kept)."""
 
     @property
     def trimmed(self) -> bool:
@@ -76,81 +75,26 @@ def trim_history(
     crumb_present: bool = False,
     breadcrumb: bool = True,
 ) -> FileTrim:
-    """The turn limit, then the token budget (the runtime's order), each as `trim_records`
-    applies it to the rows: every drop inserts the breadcrumb once (SEEN-1), counted toward
-    the budget, and reports a `HistoryTrimmed` event (SEEN-2)."""
+    """The visible trim (`plan_visible_trim`) on the file's columns: the turn limit, then the
+    token budget, the breadcrumb inserted once (SEEN-1) and counted toward the budget, one
+    `HistoryTrimmed` event per drop (SEEN-2)."""
     index = turn_index(hf, crumb_present)
-    view = _View(hf, index, crumb_present)
-    turns, before = index.turn_count, view.tokens()
-    events: list[HistoryTrimmed] = []
-
-    def drop_to(first: int, reason: TrimReason, budget: int, was: int) -> None:
-        dropped = index.turn_start(first) - index.turn_start(view.first)
-        view.first, view.crumb = first, view.crumb or breadcrumb
-        events.append(
-            HistoryTrimmed(
-                reason=reason,
-                dropped_messages=dropped,
-                kept_turns=turns - first,
-                tokens_before=was,
-                tokens_after=view.tokens(),
-                budget=budget,
-            )
-        )
-
-    if max_turns is not None:
-        drop = turns - max(non_negative("max_turns", max_turns), 1)
-        if drop > 0:
-            drop_to(drop, TrimReason.TURN_LIMIT, budget_tokens or 0, view.tokens())
-    if budget_tokens is not None:
-        budget = non_negative("budget_tokens", budget_tokens)
-        now = view.tokens()
-        if budget and now > budget and turns - view.first > 1:
-            view.crumb = view.crumb or breadcrumb  # it is sent too: it counts (KEEP-1, CAP-1)
-            found, _ = first_turn_within(view.index(), view.costs(), budget)
-            drop_to(view.first + found, TrimReason.TOKEN_BUDGET, budget, now)
-    return FileTrim(
-        cut=index.turn_start(view.first),
-        body_start=index.body_start,
-        crumb_inserted=view.crumb and not crumb_present,
-        crumb_present=view.crumb,
-        events=events,
-        turns_before=turns,
-        turns_after=turns - view.first,
-        tokens_before=before,
-        tokens_after=view.tokens(),
+    plan = plan_visible_trim(
+        index, hf.costs, max_turns=max_turns, budget_tokens=budget_tokens,
+        crumb_cost=_CRUMB_TOKENS, breadcrumb=breadcrumb,
     )
-
-
-class _View:
-    """The rows a trim keeps so far: the system prefix, the breadcrumb (the input's or one
-    to insert) and the turns from `first` on."""
-
-    def __init__(self, hf: HistoryFile, index: TurnIndex, crumb_present: bool) -> None:
-        self.hf, self.full, self.present = hf, index, crumb_present
-        self.first, self.crumb = 0, crumb_present
-        self.sums = list(accumulate(hf.costs, initial=0))
-
-    def _inserted(self) -> int:
-        return int(self.crumb and not self.present)
-
-    def tokens(self) -> int:
-        cut = self.full.turn_start(self.first)
-        crumb = _CRUMB_TOKENS * self._inserted()
-        return self.sums[self.full.body_start] + crumb + self.sums[-1] - self.sums[cut]
-
-    def costs(self) -> list[int]:
-        cut, body = self.full.turn_start(self.first), self.full.body_start
-        return [*self.hf.costs[:body], *[_CRUMB_TOKENS] * self._inserted(), *self.hf.costs[cut:]]
-
-    def index(self) -> TurnIndex:
-        """The turn index of the kept rows (turn k here is turn `first + k` of the file)."""
-        cut, body = self.full.turn_start(self.first), self.full.body_start
-        shift = body + self._inserted() - cut
-        starts = tuple(map(add, self.full.starts[self.first :], repeat(shift)))
-        crumb = self.full.prefix_len if self.crumb else None
-        length = body + self._inserted() + self.full.length - cut
-        return TurnIndex(length, self.full.prefix_len, crumb, starts, [])
+    return FileTrim(
+        cut=plan.cut,
+        body_start=index.body_start,
+        crumb_inserted=plan.crumb_inserted,
+        crumb_present=plan.crumb_present,
+        events=list(plan.events),
+        turns_before=index.turn_count,
+        turns_after=plan.turns_after,
+        tokens_before=plan.tokens_before,
+        tokens_after=plan.tokens_after,
+        crumb_tokens=plan.crumb_tokens,
+    )
 
 
 def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:

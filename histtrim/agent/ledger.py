@@ -13,8 +13,7 @@ from functools import wraps
 from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from histtrim._checks import flag, integer_in, non_negative
-from histtrim.counting import TokenCounter, counted_cost, counted_costs, counted_plain_cost
-from histtrim.estimate import message_cost, message_costs, plain_cost
+from histtrim.counting import Pricing, TokenCounter
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.trim import TrimResult, trim_to_recent_turns
@@ -53,8 +52,8 @@ class TokenLedger(Sequence[ChatMessage]):
     Thread-safe: every method holds the ledger's (reentrant) lock, so a ledger shared by
     several threads stays equal to the estimate of its rows; iterating walks a snapshot."""
 
-    __slots__ = ("_costs", "_counter", "_last_open", "_lock", "_pending", "_policy", "_prefix",
-                 "_priced", "_rows", "_total", "_turns")
+    __slots__ = ("_costs", "_last_open", "_lock", "_pending", "_prefix", "_priced", "_prices",
+                 "_rows", "_total", "_turns")
     _lock: threading.RLock
     _rows: list[ChatMessage]
     _costs: list[int]
@@ -68,7 +67,7 @@ class TokenLedger(Sequence[ChatMessage]):
     _pending: list[int]
     """Current-turn rows whose price includes images (repriced when the turn closes)."""
     _priced: int
-    _counter: TokenCounter | None
+    _prices: Pricing
 
     def __init__(
         self,
@@ -80,25 +79,19 @@ class TokenLedger(Sequence[ChatMessage]):
         """`token_counter` prices each row's text instead of EST-1's bytes (`histtrim.counting`):
         it is called once per row, ever, so the ledger stays O(new rows) with it too."""
         self._lock = threading.RLock()
-        self._policy = policy
+        self._prices = Pricing(policy, token_counter)
         self._priced = 0
-        self._counter = token_counter
         self.rebuild(history)
+
+    @property
+    def pricing(self) -> Pricing:
+        """How the rows are priced (fixed for the ledger's life)."""
+        return self._prices
 
     @property
     def token_counter(self) -> TokenCounter | None:
         """The counter pricing the rows' text; None: the spec's estimate (EST-1)."""
-        return self._counter
-
-    def _cost(self, row: ChatMessage, *, current_turn: bool) -> int:
-        if self._counter is None:
-            return message_cost(row, current_turn=current_turn, policy=self._policy)
-        return counted_cost(row, self._counter, current_turn=current_turn, policy=self._policy)
-
-    def _plain(self, row: ChatMessage) -> int:
-        if self._counter is None:
-            return plain_cost(row, policy=self._policy)
-        return counted_plain_cost(row, self._counter, policy=self._policy)
+        return self._prices.counter
 
     # ------------------------------------------------------------------ reading
 
@@ -111,7 +104,7 @@ class TokenLedger(Sequence[ChatMessage]):
     @property
     def policy(self) -> Policy:
         """The prices every row is estimated with (fixed for the ledger's life)."""
-        return self._policy
+        return self._prices.policy
 
     @property
     def priced(self) -> int:
@@ -165,14 +158,15 @@ class TokenLedger(Sequence[ChatMessage]):
         row = _as_row(row)
         position = len(self._rows)
         if row.facts.opens_turn:
-            cost = self._cost(row, current_turn=False)  # first: a failing counter changes nothing
+            # first: a failing counter changes nothing
+            cost = self._prices.cost(row, current_turn=False)
             self._close_current_turn()
             self._last_open = position
             self._turns += 1
-            cost = self._cost(row, current_turn=False)
+            cost = self._prices.cost(row, current_turn=False)
         else:  # after the newest real user row, or anywhere when there is none (-1)
-            cost = self._cost(row, current_turn=True)
-            if cost != self._plain(row):
+            cost = self._prices.cost(row, current_turn=True)
+            if cost != self._prices.plain(row):
                 self._pending.append(position)
         if position == self._prefix and is_system(row):
             self._prefix += 1
@@ -195,23 +189,23 @@ class TokenLedger(Sequence[ChatMessage]):
         integer_in("index", index, 0, len(self))
         pending = [i + (i >= index) for i in self._pending]
         if row.facts.opens_turn:
-            cost = self._cost(row, current_turn=False)
+            cost = self._prices.cost(row, current_turn=False)
             if index > self._last_open:
                 # The new row opens the current turn: the rows it closes lose their images.
                 closed = [i for i in pending if i < index]
                 pending = [i for i in pending if i > index]
                 for i in closed:
-                    self._reprice(i, self._plain(self._rows[i]))
+                    self._reprice(i, self._prices.plain(self._rows[i]))
                 self._last_open = index
             else:
                 self._last_open += 1
             self._turns += 1
         else:
             current = self._last_open < index
-            cost = self._cost(row, current_turn=current)
+            cost = self._prices.cost(row, current_turn=current)
             if index <= self._last_open:
                 self._last_open += 1
-            if current and cost != self._plain(row):
+            if current and cost != self._prices.plain(row):
                 pending.append(index)
         if index <= self._prefix and is_system(row):
             self._prefix += 1
@@ -268,8 +262,8 @@ class TokenLedger(Sequence[ChatMessage]):
 
         The breadcrumb is the owner's to insert (`insert(system_rows, breadcrumb_message())`)."""
         result = trim_to_recent_turns(
-            self, budget_tokens, crumb_present=crumb_present, token_counter=self._counter,
-            policy=self._policy,
+            self, budget_tokens, crumb_present=crumb_present, token_counter=self.token_counter,
+            policy=self.policy,
         )
         if result.trimmed:
             self.drop_oldest(result.dropped_messages, crumb_present=crumb_present)
@@ -280,11 +274,7 @@ class TokenLedger(Sequence[ChatMessage]):
         """Start again from `history` (e.g. the rows a trim kept): one pass, O(len)."""
         rows = list(chat_rows(history))
         index = index_turns(rows)
-        costs = (  # before any change: a failing counter leaves the ledger as it was
-            message_costs(rows, index, policy=self._policy)
-            if self._counter is None
-            else counted_costs(rows, self._counter, index, policy=self._policy)
-        )
+        costs = self._prices.costs(rows, index)  # first: a failing counter changes nothing
         self._rows, self._costs = rows, costs
         self._total = sum(self._costs)
         self._turns = index.turn_count
@@ -301,10 +291,8 @@ class TokenLedger(Sequence[ChatMessage]):
 
     def _special_rows(self) -> list[int]:
         """Rows of the current turn whose price includes images (repriced when it closes)."""
-        rows, costs = self._rows, self._costs
-        return [
-            i for i in range(self._last_open + 1, len(rows)) if costs[i] != self._plain(rows[i])
-        ]
+        rows, costs, plain = self._rows, self._costs, self._prices.plain
+        return [i for i in range(self._last_open + 1, len(rows)) if costs[i] != plain(rows[i])]
 
     def _reprice(self, i: int, cost: int) -> None:
         self._total += cost - self._costs[i]
@@ -314,7 +302,7 @@ class TokenLedger(Sequence[ChatMessage]):
     def _close_current_turn(self) -> None:
         """A new turn starts: the current turn's tool results and carriers become older ones."""
         for i in self._pending:
-            self._reprice(i, self._plain(self._rows[i]))
+            self._reprice(i, self._prices.plain(self._rows[i]))
         self._pending = []
 
     def _reopen(self, start: int) -> None:
@@ -324,6 +312,6 @@ class TokenLedger(Sequence[ChatMessage]):
             last -= 1
         self._last_open = last
         for i in range(last + 1, len(self._rows)):
-            self._reprice(i, self._cost(self._rows[i], current_turn=True))
+            self._reprice(i, self._prices.cost(self._rows[i], current_turn=True))
         self._pending = self._special_rows()
 

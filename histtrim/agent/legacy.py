@@ -52,7 +52,7 @@ def legacy_run(
     toolbox = _Toolbox(tools, runtime.policy)
     rows = [*chat_rows(history), ChatMessage.user(text)]
     trimmed = trim_to_recent_turn_count(
-        rows, runtime.max_history_turns, target=runtime.policy.turn_trim_target
+        rows, runtime.max_turns, target=runtime.policy.turn_trim_target
     )
     if trimmed.trimmed:
         log.info(
@@ -61,7 +61,7 @@ def legacy_run(
             trimmed.dropped_turns,
             trimmed.dropped_messages,
             trimmed.kept_turns,
-            runtime.max_history_turns,
+            runtime.max_turns,
         )
     rows = trimmed.history
     calls = 0

@@ -1,20 +1,22 @@
-"""The agent (`Agent`): its state, the turn loop with its tool iterations and final summary,
-all-or-nothing turns and restoring a session (PAIR-2). The trims it runs (RUN-1..3,
-LIMIT-1..2, SEEN-1..3) live in `agent_trims.py`, the capacity-checked dispatch (CAP-2..4) in
-`agent_dispatch.py`, tools in `tools.py`, the call log in `calls.py`, the legacy path (SEEN-4)
-in `legacy.py`; their public names are re-exported here."""
+"""The agent (`Agent`), in one class a reader can follow from `turn()` to the provider call:
+its state, the turn loop with its tool iterations and final summary, the turn limit
+(LIMIT-1..2) and the proactive and reactive token trims (RUN-1..3), each made visible by
+`histtrim.visible` (SEEN-1..3), the capacity-checked dispatch (CAP-2..4) and its call log,
+all-or-nothing turns and restoring a session (PAIR-2). The structured history and its ledger
+are the `AgentHistory` collaborator's (`history.py`); tools are in `tools.py`, the call log's
+records in `calls.py`, the legacy path (SEEN-4) in `legacy.py`."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
 
 from histtrim.agent.calls import CallKind, CallOutcome, ProviderCall, TurnOutcome
-from histtrim.agent.dispatch import AgentDispatch
 from histtrim.agent.history import AgentHistory
 from histtrim.agent.legacy import (
     FINAL_SUMMARY_PROMPT,
@@ -23,16 +25,17 @@ from histtrim.agent.legacy import (
     LegacyRunResult,
     legacy_run,
 )
-from histtrim.agent.providers import ContextOverflowError, Provider, ProviderReply
+from histtrim.agent.providers import ContextOverflowError, Provider, ProviderReply, checked_reply
 from histtrim.agent.tools import Tool, _Toolbox
-from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
-from histtrim.counting import TokenCounter, counted_plain_cost
-from histtrim.estimate import estimate_history_tokens
+from histtrim.capacity import check_request
+from histtrim.counting import TokenCounter
+from histtrim.estimate import ToolSchema
 from histtrim.events import EventBus, HistoryTrimmed
 from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessage, ToolResults
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
+from histtrim.visible import trim_structured
 
 __all__ = [
     "FINAL_SUMMARY_PROMPT",
@@ -50,9 +53,22 @@ __all__ = [
     "legacy_run",
 ]
 
-class Agent(AgentTrims, AgentDispatch):
+UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"
+
+
+class UnrecoverableContextOverflow(RuntimeError):
+    """The provider overflowed and no older turn is left to drop (RUN-2)."""
+
+
+class Agent:
     """A structured agent: `history` holds `ConversationMessage` items (TURN-1); every
     provider request is built from it with the system prompt in front.
+
+    Reading order, as a turn runs: `turn` -> `_turn` records the user row and applies the
+    turn limit (`_apply_turn_limit`); each tool iteration trims when over budget
+    (`_proactive_trim`), then `_dispatch` checks capacity, calls `provider.complete` and logs
+    the call (`_log_call`); an overflow trims and retries (`_reactive_trim`); after the last
+    iteration `_final_summary` asks once more without tools. Every trim is `_visible_trim`.
 
     The provider-facing rows live in a `TokenLedger`, kept in step with the structured
     history: each item is converted and priced once, when recorded, so the check at every
@@ -261,16 +277,122 @@ class Agent(AgentTrims, AgentDispatch):
         price of the rows before it)."""
         self._proactive_trim()
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
-        counter = self.token_counter
-        extra = (
-            estimate_history_tokens((prompt,), policy=self.policy)
-            if counter is None
-            else counted_plain_cost(prompt, counter, policy=self.policy)
-        )
-        history = self._ledger.total + extra
+        history = self._ledger.total + self._ledger.pricing.total([prompt])
         request = [*self._ledger, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
+
+    # -------------------------------------------------------- trims (LIMIT, RUN, SEEN)
+
+    def _apply_turn_limit(self) -> None:
+        """Whole-turn limit on the structured history (LIMIT-1..2), after each user message.
+
+        The ledger counts the turns (O(1)); only an excess runs the trim, which keeps the
+        policy's low-water mark of turns (`turn_trim_target`; the spec's is 1)."""
+        max_turns = self.runtime.max_turns
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
+            return
+        budget = self.runtime.effective_context_budget()
+        self._visible_trim(
+            max_turns=max_turns, budget_in_force=budget,
+            turn_target=self.policy.turn_trim_target,
+        )
+
+    def _proactive_trim(self) -> None:
+        """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
+        check on the ledger; only a needed trim looks at the rows. The trim fits the policy's
+        low-water mark (`token_trim_target`; the spec's is 1: just under the budget)."""
+        budget = self.runtime.effective_context_budget()
+        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
+            self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
+
+    def _reactive_trim(self, overflow: ContextOverflowError) -> None:
+        """After a provider overflow: trim to two thirds of the estimate (the policy's
+        `reactive_target`), then retry (RUN-2).
+
+        The request that overflowed is the ledger's rows: nothing changed since it was built."""
+        if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
+            raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
+        self._visible_trim(budget_tokens=self.policy.reactive_tokens(self._ledger.total))
+
+    def _visible_trim(
+        self, *, max_turns: int | None = None, budget_tokens: int | None = None,
+        budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
+        token_target: Fraction = Fraction(1),
+    ) -> None:
+        """The visible trim (`trim_structured`) of the structured history, planned on the
+        ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
+        the event, naming a low-water mark only when it is not the spec's 1, goes to the
+        client transports and the observers (SEEN-2..3)."""
+        trim = trim_structured(
+            self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
+            budget_in_force=budget_in_force, crumb_present=self._store.crumb,
+            pricing=self._ledger.pricing, turn_target=turn_target, token_target=token_target,
+        )
+        if not trim.plan.trimmed:
+            return
+        self._store.replace(trim.history)
+        self._store.crumb = True
+        self._publish(trim.event(tokens_after=self._ledger.total))
+
+    def _publish(self, event: HistoryTrimmed) -> None:
+        """One drop, one event (SEEN-2..3): to the client transports and the observers."""
+        self.events.append(event)
+        self._pending.append(event)
+        self.bus.publish(event, channel=self.channel, agent_alias=self.alias, turn_id=self.turn_id)
+
+    # -------------------------------------------------------- dispatch (CAP-2..4)
+
+    def _dispatch(
+        self,
+        request: list[ChatMessage],
+        schemas: Sequence[ToolSchema],
+        tokens: tuple[int, int],
+        iteration: int,
+        kind: CallKind,
+    ) -> ProviderReply:
+        """Dispatch a request whose estimates are `tokens`: (history, history + schemas).
+
+        Those are the capacity check's total (CAP-2): only a request over the window needs the
+        full breakdown, which `check_request` computes and raises with."""
+        if tokens[1] > self.runtime.context_window:
+            counter = self._ledger.token_counter
+            check_request(
+                request, runtime=self.runtime, tool_schemas=schemas, token_counter=counter
+            )
+        trims, self._pending = tuple(self._pending), []
+        try:
+            answer = self.provider.complete(request, schemas)
+        except ContextOverflowError:
+            self._log_call(iteration, kind, tokens, "overflow", trims)
+            raise
+        answer = checked_reply(self.provider, answer)
+        self._log_call(
+            iteration, kind, tokens, "tool_calls" if answer.tool_calls else "reply", trims
+        )
+        return answer
+
+    def _log_call(
+        self,
+        iteration: int,
+        kind: CallKind,
+        tokens: tuple[int, int],
+        outcome: CallOutcome,
+        trims: tuple[HistoryTrimmed, ...],
+    ) -> None:
+        runtime = self.runtime
+        self.calls.append(
+            ProviderCall(
+                self.turn_id,
+                iteration,
+                kind,
+                *tokens,
+                runtime.effective_context_budget(),
+                runtime.context_window,
+                outcome,
+                trims,
+            )
+        )
 
 
 def _name(field: str, value: object) -> str:

@@ -75,7 +75,7 @@ def explain_route(runtime: ResolvedRuntime, *, agent: str, model: str | None,
         f"{capacity if capacity is not None else 'unknown'}, resolved together for "
         f"{alias}/{selected or '-'}"
     )
-    limit = profile.max_history_turns
+    limit = profile.max_turns()
     unit = "turns (whole user turns, not rows)"
     if profile.max_history_messages is None:
         out.append(f"LIMIT-2   max_history_messages unset -> default {limit} {unit}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field
-from itertools import accumulate
 from typing import Any
 
 from histtrim.adapters.formats import HistoryFile
@@ -23,25 +22,13 @@ from histtrim.cli.output import emit
 from histtrim.cli.rowfiles import fast_rows, file_crumb_error
 from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
-from histtrim.counting import TokenCounter, counted_costs, counted_plain_cost, counter_name
-from histtrim.estimate import estimate_history_tokens, message_costs, plain_cost
-from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.counting import ESTIMATE, Pricing
+from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.route import ResolvedRuntime
-from histtrim.trim import (
-    breadcrumb_message,
-    first_turn_within,
-    insert_breadcrumb,
-    trim_conversation_to_recent_turns,
-)
+from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex
-
-
-def _tokens(rows: list[ChatMessage], counter: TokenCounter | None) -> int:
-    """The rows' size: the spec's estimate, or with the `--tokenizer` counter."""
-    if counter is None:
-        return estimate_history_tokens(rows)
-    return sum(counted_costs(rows, counter))
+from histtrim.visible import plan_visible_trim, trim_structured
 
 
 @dataclass(frozen=True)
@@ -51,7 +38,8 @@ class _Limits:
     max_turns: int | None
     budget: int | None
     route: ResolvedRuntime | None = None
-    counter: TokenCounter | None = None
+    pricing: Pricing = ESTIMATE
+    """The spec's estimate, or the `--tokenizer` counter's."""
 
     def describe(self) -> str:
         parts = []
@@ -61,8 +49,8 @@ class _Limits:
             parts.append(f"max turns {self.max_turns}")
         if self.route is not None:
             parts.append(f"route {self.route.provider_alias}/{self.route.model or '-'}")
-        if self.counter is not None:
-            parts.append(f"counted by {counter_name(self.counter)}")
+        if self.pricing.counter_name is not None:
+            parts.append(f"counted by {self.pricing.counter_name}")
         return ", ".join(parts)
 
 
@@ -81,12 +69,12 @@ class _Outcome:
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
-    counter = token_counter(args)
+    prices = Pricing(counter=token_counter(args))
     if args.config is None:
-        return _Limits(args.max_turns, args.budget, counter=counter)
+        return _Limits(args.max_turns, args.budget, pricing=prices)
     runtime = load_route(args)
     return _Limits(
-        runtime.profile.max_history_turns, runtime.effective_context_budget(), runtime, counter
+        runtime.profile.max_turns(), runtime.effective_context_budget(), runtime, prices
     )
 
 
@@ -102,58 +90,22 @@ def _crumb_record(session: Session) -> dict[str, Any]:
 def _trim_rows(
     session: Session, rows: list[ChatMessage], limits: _Limits, crumb: bool
 ) -> _Outcome:
-    """Both limits planned on one index: dropping the oldest turns never reprices the kept
-    rows (the current turn stays), so every figure is a sum of the input's row costs."""
+    """Both limits planned on one index (`plan_visible_trim`): dropping the oldest turns
+    never reprices the kept rows (the current turn stays), so every figure is a sum of the
+    input's row costs."""
     index = index_session(session, rows, crumb)
-    counter = limits.counter
-    costs = message_costs(rows, index) if counter is None else counted_costs(rows, counter, index)
-    sums = list(accumulate(costs, initial=0))
-    turns, body = index.turn_count, index.body_start
-    crumb_row = breadcrumb_message()
-    crumb_cost = 0 if crumb else (
-        plain_cost(crumb_row) if counter is None else counted_plain_cost(crumb_row, counter)
+    prices = limits.pricing
+    plan = plan_visible_trim(
+        index, prices.costs(rows, index), max_turns=limits.max_turns,
+        budget_tokens=limits.budget or 0, crumb_cost=lambda: prices.plain(breadcrumb_message()),
+        counter=prices.counter_name,
     )
-    added = False  # the breadcrumb goes in with the first drop (SEEN-1)
-
-    def size(first: int) -> int:
-        return sums[body] + added * crumb_cost + sums[-1] - sums[index.turn_start(first)]
-
-    outcome = _Outcome(turns, sums[-1], turns, sums[-1])
-    first = 0
-
-    def drop(to: int, reason: TrimReason, budget: int) -> None:
-        nonlocal first, added
-        before = size(first)
-        dropped = index.turn_start(to) - index.turn_start(first)
-        first, added = to, not crumb
-        outcome.events.append(
-            HistoryTrimmed(
-                reason=reason,
-                dropped_messages=dropped,
-                kept_turns=turns - first,
-                tokens_before=before,
-                tokens_after=size(first),
-                budget=budget,
-                counter=None if counter is None else counter_name(counter),
-            )
-        )
-
-    if limits.max_turns is not None and turns - max(limits.max_turns, 1) > 0:
-        drop(turns - max(limits.max_turns, 1), TrimReason.TURN_LIMIT, limits.budget or 0)
-    budget = limits.budget or 0
-    if budget and size(first) > budget and turns - first > 1:
-        # the breadcrumb is sent too: it counts toward the budget (KEEP-1, CAP-1)
-        fits, _ = first_turn_within(index, costs, budget - (not crumb) * crumb_cost)
-        drop(max(fits, first), TrimReason.TOKEN_BUDGET, budget)
-    if outcome.events:
-        kept = session.records[index.turn_start(first) :]
-        crumb_rows = [_crumb_record(session)] if added else []
-        outcome.records = [*session.records[:body], *crumb_rows, *kept]
-    outcome.turns, outcome.tokens = turns - first, size(first)
-    if added:
-        outcome.crumb_tokens = crumb_cost
-    elif index.crumb is not None:
-        outcome.crumb_tokens = costs[index.crumb]
+    outcome = _Outcome(
+        index.turn_count, plan.tokens_before, plan.turns_after, plan.tokens_after,
+        events=list(plan.events), crumb_tokens=plan.crumb_tokens,
+    )
+    if plan.trimmed:
+        outcome.records = plan.kept(session.records, _crumb_record(session))
     return outcome
 
 
@@ -169,31 +121,22 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
         )
     items: list[Any] = list(session.items)
     index: TurnIndex = index_session(session, items, crumb)
-    before = _tokens(to_chat_messages(items), limits.counter)
+    rows = to_chat_messages(items)
+    before = limits.pricing.total(rows)
     outcome = _Outcome(index.turn_count, before, index.turn_count, before)
     if limits.max_turns is None:
         return outcome
-    result = trim_conversation_to_recent_turns(
-        items, limits.max_turns, has_leading_breadcrumb=crumb
+    trim = trim_structured(
+        items, rows, max_turns=limits.max_turns, budget_in_force=limits.budget or 0,
+        crumb_present=crumb, pricing=limits.pricing,
     )
-    if not result.trimmed:
+    if not trim.plan.trimmed:
         return outcome
-    # The structured trim drops the breadcrumb; as its owner, put it back (SEEN-1).
-    kept = insert_breadcrumb(result.history, crumb_present=False)
-    after = _tokens(to_chat_messages(kept), limits.counter)
-    outcome.events.append(
-        HistoryTrimmed(
-            reason=TrimReason.TURN_LIMIT,
-            dropped_messages=result.dropped_messages,
-            kept_turns=result.kept_turns,
-            tokens_before=before,
-            tokens_after=after,
-            budget=limits.budget or 0,
-            counter=None if limits.counter is None else counter_name(limits.counter),
-        )
-    )
-    outcome.records = [item.model_dump(mode="json") for item in kept]
-    outcome.turns, outcome.tokens = result.kept_turns, after
+    after = limits.pricing.total(to_chat_messages(trim.history))
+    event = trim.event(tokens_after=after)
+    outcome.events.append(event)
+    outcome.records = [item.model_dump(mode="json") for item in trim.history]
+    outcome.turns, outcome.tokens = event.kept_turns, after
     return outcome
 
 
@@ -253,12 +196,8 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         raise file_crumb_error(source, hf) from None
     outcome = _Outcome(
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
-        events=result.events,
+        events=result.events, crumb_tokens=result.crumb_tokens,
     )
-    if result.crumb_inserted:
-        outcome.crumb_tokens = plain_cost(breadcrumb_message())
-    elif result.crumb_present:
-        outcome.crumb_tokens = hf.costs[hf.prefix_len]
     return outcome, write_history(hf, result)
 
 

@@ -83,7 +83,7 @@ def trim_to_recent_turn_count(history: Any, arguments: Mapping[str, Any]) -> Jso
         trim.trim_to_recent_turn_count(
             history_list(history),
             require(arguments, "max_turns", int),
-            has_leading_breadcrumb=_flag(arguments, "has_leading_breadcrumb"),
+            crumb_present=_flag(arguments, "has_leading_breadcrumb"),
         )
     )
 
@@ -93,7 +93,7 @@ def trim_conversation_to_recent_turns(history: Any, arguments: Mapping[str, Any]
         trim.trim_conversation_to_recent_turns(
             history_list(history),
             require(arguments, "max_turns", int),
-            has_leading_breadcrumb=_flag(arguments, "has_leading_breadcrumb"),
+            crumb_present=_flag(arguments, "has_leading_breadcrumb"),
         )
     )
 

@@ -19,9 +19,8 @@ from histtrim.agent.providers import (
     ScriptExhaustedError,
     ScriptStep,
 )
-from histtrim.agent.runtime import Agent
+from histtrim.agent.runtime import Agent, UnrecoverableContextOverflow
 from histtrim.agent.tools import Tool
-from histtrim.agent.trims import UnrecoverableContextOverflow
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.conformance.codec import (
     INVALID_INPUT,

@@ -15,8 +15,7 @@ from typing import Generic, TypeVar
 
 from histtrim.adapters import trim_records
 from histtrim.config import RuntimeProfile
-from histtrim.counting import TokenCounter, counted_costs
-from histtrim.estimate import estimate_history_tokens
+from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import ChatMessage
 from histtrim.pairing import validate_tool_pairing
@@ -78,7 +77,7 @@ class Trimmer:
         if budget_tokens is None:
             resolved = runtime or resolve_runtime(RuntimeProfile(), None, None)
             self.budget_tokens = resolved.effective_context_budget()
-            limit = resolved.max_history_turns if max_turns is None else max_turns
+            limit = resolved.max_turns if max_turns is None else max_turns
             self.policy = resolved.policy
         else:
             self.budget_tokens = _count("budget_tokens", budget_tokens)
@@ -89,6 +88,8 @@ class Trimmer:
         if on_trim is not None and not callable(on_trim):
             raise ValueError("on_trim: expected a callable receiving a HistoryTrimmed")
         self.token_counter = token_counter
+        self.pricing = Pricing(self.policy, token_counter)
+        """How every figure is priced: the policy's constants and the counter, if any."""
         self.on_trim = on_trim
 
     def __repr__(self) -> str:
@@ -99,9 +100,7 @@ class Trimmer:
 
     def estimate(self, rows: Sequence[ChatMessage]) -> int:
         """The rows' size as the trims price it (the counter's, else EST-1..4)."""
-        if self.token_counter is None:
-            return estimate_history_tokens(rows, policy=self.policy)
-        return sum(counted_costs(rows, self.token_counter, policy=self.policy))
+        return self.pricing.total(rows)
 
     def trim(
         self, units: Sequence[U], rows: Sequence[ChatMessage], *, crumb: U, crumb_present: bool

@@ -15,9 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from histtrim.adapters.tokenizers import exact_counter
 from histtrim.agent.providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
-from histtrim.agent.runtime import Agent
+from histtrim.agent.runtime import Agent, UnrecoverableContextOverflow
 from histtrim.agent.tools import Tool, ToolOutput
-from histtrim.agent.trims import UnrecoverableContextOverflow
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.estimate import ToolSchema, estimate_tool_schemas, message_costs

@@ -5,30 +5,34 @@ checks that the runner fails exactly those."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import accumulate
 from typing import Any
 
-from histtrim import trim
+from histtrim import trim, visible
 from histtrim.agent import legacy
-from histtrim.agent import trims as agent_trims
-from histtrim.agent.trims import UNRECOVERABLE_OVERFLOW, AgentTrims, UnrecoverableContextOverflow
+from histtrim.agent.runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableContextOverflow
 from histtrim.estimate import message_costs
+from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import SPEC
+from histtrim.policy import SPEC, low_water_turns
 from histtrim.trim import TrimResult, TurnCountTrimResult
-from histtrim.turns import index_turns
+from histtrim.turns import TurnIndex, index_turns
 
 
-def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool = False) -> Any:
-    """Keeps the newest `max_turns` *messages* (rows), not turns."""
+def _message_count(
+    history: Any, max_turns: int, *, crumb_present: bool = False, target: Fraction = Fraction(1)
+) -> Any:
+    """Keeps the newest `max_turns` *messages* (rows), not turns (once over, the low-water
+    mark's `target` of them, as the turn-count trims take it)."""
     rows = conversation_rows(history)
-    index = index_turns(rows, crumb_present=has_leading_breadcrumb)
+    index = index_turns(rows, crumb_present=crumb_present)
     limit, body = max(max_turns, 1), index.body_start
     if len(rows) - body <= limit:
         return TurnCountTrimResult(list(rows), [], 0, 0, index.turn_count, max_turns)
-    cut = len(rows) - limit
+    cut = len(rows) - low_water_turns(max_turns, target)
     kept_turns = sum(1 for start in index.starts if start >= cut)
     dropped = list(rows[body:cut])
     return TurnCountTrimResult(
@@ -37,18 +41,34 @@ def _message_count(history: Any, max_turns: int, *, has_leading_breadcrumb: bool
     )
 
 
-def _message_limit(self: AgentTrims) -> None:
+def _message_limit(self: Agent) -> None:
     """The agent's turn limit, counting messages (the token trim's mirror is left alone)."""
-    name = "trim_conversation_to_recent_turns"
-    saved = getattr(agent_trims, name)
-    setattr(agent_trims, name, _message_count)
-    try:
-        _APPLY_TURN_LIMIT(self)
-    finally:
-        setattr(agent_trims, name, saved)
+    max_turns = self.runtime.max_turns
+    if self._ledger.turn_count(crumb_present=self._store.crumb) <= max(max_turns, 1):
+        return
+    result = _message_count(self._store.items, max_turns, crumb_present=self._store.crumb)
+    before = self._ledger.total
+    self._store.replace(trim.insert_breadcrumb(result.history, crumb_present=False))
+    self._store.crumb = True
+    self._publish(HistoryTrimmed(
+        reason=TrimReason.TURN_LIMIT, dropped_messages=result.dropped_messages,
+        kept_turns=result.kept_turns, tokens_before=before, tokens_after=self._ledger.total,
+        budget=self.runtime.effective_context_budget(),
+        counter=self._ledger.pricing.counter_name,
+    ))
 
 
-_APPLY_TURN_LIMIT = AgentTrims._apply_turn_limit
+def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
+    """`first_turn_within` with `<` where the rule says `<=` when it looks for the oldest
+    turn to keep."""
+    sums = list(accumulate(costs, initial=0))
+    fixed, total = sums[index.body_start], sums[-1]
+    first = 0
+    while first < index.turn_count - 1 and not (
+        fixed + total - sums[index.turn_start(first)] < budget
+    ):
+        first += 1
+    return first, fixed + total - sums[index.turn_start(first)]
 
 
 def _strict_trim(
@@ -75,11 +95,11 @@ def _strict_trim(
                       fixed + total - sums[cut], budget_tokens)
 
 
-def _half_reactive(self: AgentTrims, overflow: Exception) -> None:
+def _half_reactive(self: Agent, overflow: Exception) -> None:
     """The reactive retry trims to half of the estimate instead of two thirds."""
     if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
         raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-    self._token_trim(self._ledger.total // 2)
+    self._visible_trim(budget_tokens=self._ledger.total // 2)
 
 
 @dataclass(frozen=True)
@@ -115,14 +135,14 @@ BROKEN: dict[str, Broken] = {
             (trim, "trim_to_recent_turn_count", _message_count),
             (trim, "trim_conversation_to_recent_turns", _message_count),
             (legacy, "trim_to_recent_turn_count", _message_count),  # the legacy path's limit
-            (AgentTrims, "_apply_turn_limit", _message_limit),
+            (Agent, "_apply_turn_limit", _message_limit),
         ],
     ),
     "lt-budget-fit": Broken(
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
         lambda: [(trim, "trim_to_recent_turns", _strict_trim),
-                 (agent_trims, "trim_to_recent_turns", _strict_trim)],
+                 (visible, "first_turn_within", _strict_fit)],
     ),
     "carrier-opens-turn": Broken(
         "a `[Tool results]` user row opens a new turn",
@@ -135,7 +155,7 @@ BROKEN: dict[str, Broken] = {
             "RUN-2": "the retry drops more turns than two thirds needs",
             "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
         },
-        lambda: [(AgentTrims, "_reactive_trim", _half_reactive)],
+        lambda: [(Agent, "_reactive_trim", _half_reactive)],
     ),
 }
 

@@ -46,9 +46,13 @@ def _flag(name: str) -> Callable[..., tuple[Any, dict[str, Any]]]:
     return convert
 
 
-def _limit(name: str, flag: str) -> Callable[..., tuple[Any, dict[str, Any]]]:
+def _limit(
+    name: str, flag: str, wire: str | None = None
+) -> Callable[..., tuple[Any, dict[str, Any]]]:
+    """`wire`: the vector's name of the library's `flag` argument, when they differ."""
+
     def convert(history: Any, value: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        return _rows(history), {name: value, flag: bool(kwargs.get(flag, False))}
+        return _rows(history), {name: value, wire or flag: bool(kwargs.get(flag, False))}
 
     return convert
 
@@ -88,8 +92,10 @@ CONVERTERS: dict[str, Callable[..., tuple[Any, dict[str, Any]]]] = {
     "message_costs": lambda history, index=None: (_rows(history), {}),
     "index_turns": _flag("crumb_present"),
     "trim_to_recent_turns": _limit("budget_tokens", "crumb_present"),
-    "trim_to_recent_turn_count": _limit("max_turns", "has_leading_breadcrumb"),
-    "trim_conversation_to_recent_turns": _limit("max_turns", "has_leading_breadcrumb"),
+    "trim_to_recent_turn_count": _limit("max_turns", "crumb_present", "has_leading_breadcrumb"),
+    "trim_conversation_to_recent_turns": _limit(
+        "max_turns", "crumb_present", "has_leading_breadcrumb"
+    ),
     "drop_oldest_whole_turn": _flag("crumb_present"),
     "insert_breadcrumb": _flag("crumb_present"),
     "to_chat_messages": lambda history: (_rows(history), {}),

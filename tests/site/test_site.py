@@ -136,6 +136,23 @@ def test_api_reference_documents_the_whole_public_api(site: Path) -> None:
         assert submodule in ids
 
 
+def test_api_reference_is_grouped_by_spec_section(site: Path) -> None:
+    """The API reference's sections are RULES.md's, in its order, each holding the names that
+    implement its rules (e.g. the event under "Visible trimming")."""
+    text = (site / "api.html").read_text(encoding="utf-8")
+    sections = list(dict.fromkeys(rule.section for rule in rules(RULES)))
+    slugs = [re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-") for title in sections]
+    found = [slug for slug in slugs if f'id="{slug}"' in text]
+    assert found == slugs  # every section of the spec heads a group, in the spec's order
+    at = {slug: text.index(f'id="{slug}"') for slug in slugs}
+    for name, slug in (("HistoryTrimmed", "visible-trimming"), ("sweep_orphans",
+                       "pairing-safety-and-separate-limits"), ("index_turns",
+                       "turns-and-the-two-representations"), ("Agent", "when-trimming-runs")):
+        position = text.index(f'id="histtrim.{name}"')
+        following = [p for p in at.values() if p > at[slug]]
+        assert at[slug] < position < min(following, default=len(text)), name
+
+
 def test_decisions_chapter_covers_every_listed_decision(site: Path) -> None:
     text = (site / "decisions.html").read_text(encoding="utf-8")
     for title in ("The byte estimate", "Declared attachments of tool results",
