@@ -24,7 +24,8 @@ from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed
-from histtrim.messages import BREADCRUMB, ChatMessage
+from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
+from histtrim.pairing import validate_tool_pairing
 from histtrim.route import ResolvedRuntime
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex
@@ -64,6 +65,8 @@ class _Outcome:
     tokens: int
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
+    written: list[Any] = field(default_factory=list)
+    """The rows written (histtrim rows or structured items), for the pairing warnings."""
     crumb_tokens: int = 0
     """The breadcrumb row's share of `tokens` (0: the output has none)."""
 
@@ -106,6 +109,7 @@ def _trim_rows(
     )
     if plan.trimmed:
         outcome.records = plan.kept(session.records, _crumb_record(session))
+    outcome.written = plan.kept(rows, breadcrumb_message()) if plan.trimmed else rows
     return outcome
 
 
@@ -123,7 +127,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
     index: TurnIndex = index_session(session, items, crumb)
     rows = to_chat_messages(items)
     before = limits.pricing.total(rows)
-    outcome = _Outcome(index.turn_count, before, index.turn_count, before)
+    outcome = _Outcome(index.turn_count, before, index.turn_count, before, written=items)
     if limits.max_turns is None:
         return outcome
     trim = trim_structured(
@@ -136,6 +140,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
     event = trim.event(tokens_after=after)
     outcome.events.append(event)
     outcome.records = [item.model_dump(mode="json") for item in trim.history]
+    outcome.written = list(trim.history)
     outcome.turns, outcome.tokens = event.kept_turns, after
     return outcome
 
@@ -198,7 +203,27 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
         events=result.events, crumb_tokens=result.crumb_tokens,
     )
+    head = range(result.body_start)
+    tail = range(result.cut if result.trimmed else result.body_start, len(hf))
+    outcome.written = [hf.row(i) for i in head]
+    if result.trimmed and result.crumb_inserted:
+        outcome.written.append(breadcrumb_message())
+    outcome.written.extend(hf.row(i) for i in tail)
     return outcome, write_history(hf, result)
+
+
+_WARNINGS_SHOWN = 5
+
+
+def pairing_warnings(rows: list[ConversationMessage]) -> list[str]:
+    """One stderr line per tool-pairing error in the rows written (`validate_tool_pairing`),
+    the first few and a count of the rest: an API would reject such a history."""
+    problems = [p for p in validate_tool_pairing(rows) if p.is_error]
+    lines = [f"histtrim: warning: {p}" for p in problems[:_WARNINGS_SHOWN]]
+    if len(problems) > _WARNINGS_SHOWN:
+        rest = len(problems) - _WARNINGS_SHOWN
+        lines.append(f"histtrim: warning: {_count(rest, 'more pairing problem')} not shown")
+    return lines
 
 
 def cmd_trim(args: argparse.Namespace) -> int:
@@ -221,4 +246,6 @@ def cmd_trim(args: argparse.Namespace) -> int:
     for event in outcome.events:
         print(event.to_json(), file=sys.stderr)
     print(summary(source, outcome, limits), file=sys.stderr)
+    for line in pairing_warnings(outcome.written):
+        print(line, file=sys.stderr)
     return EXIT_OK
