@@ -538,13 +538,17 @@ def test_format_override(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert err == f"histtrim: error: {EXAMPLE}: line 10: {problem}\n"  # message 2: content null
 
 
-def test_an_empty_session_has_nothing_to_trim(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("text", ["", " \n\t\r\n", "\ufeff\n"])
+@pytest.mark.parametrize("command", [["trim", "--budget", 10], ["estimate"]])
+def test_an_empty_file_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, command: list[object]
 ) -> None:
-    path = write(tmp_path / "empty.jsonl", "")
-    code, out, err = run(capsys, "trim", path, "--budget", 10)
-    assert (code, out) == (0, "")
-    assert err == f"histtrim: nothing to trim in {path}: 0 turns, 0 tokens (budget 10)\n"
+    """A file with no messages (0 bytes, whitespace, a BOM) is most likely a wrong path or a
+    truncated write, not a history of 0 turns: one line naming the file, exit 2."""
+    path = write(tmp_path / "empty.jsonl", text)
+    code, out, err = run(capsys, command[0], path, *command[1:])
+    assert (code, out) == (2, "")
+    assert err == f"histtrim: error: {path}: empty: no messages\n"
 
 
 def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
