@@ -380,6 +380,19 @@ def test_crumb_present_flag_is_authoritative_whatever_the_slot_text(
     assert kept[2:] == rows[len(rows) - len(kept) + 2 :]
 
 
+def test_a_structured_array_one_item_per_line_stays_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 23: the session reader (structured items) wrote every array re-indented by 2;
+    an array written one item per line comes back one item per line."""
+    items = [json.dumps(i.model_dump(mode="json")) for i in structured_session()]
+    path = write(tmp_path / "agent.json", "[\n" + ",\n".join(items) + "\n]\n")
+    code, out, _ = run(capsys, "trim", path, "--max-turns", 1)
+    kept = json.loads(out)
+    assert code == 0 and len(kept) < len(items)
+    assert out == "[\n" + ",\n".join(json.dumps(i, ensure_ascii=False) for i in kept) + "\n]\n"
+
+
 def test_structured_items_refuse_a_token_budget(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
