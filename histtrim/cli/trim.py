@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 from histtrim.adapters.formats import HistoryFile
@@ -25,7 +27,7 @@ from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
-from histtrim.pairing import validate_tool_pairing
+from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.route import ResolvedRuntime
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex
@@ -65,8 +67,9 @@ class _Outcome:
     tokens: int
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
-    written: list[Any] = field(default_factory=list)
-    """The rows written (histtrim rows or structured items), for the pairing warnings."""
+    written: Iterable[Any] = ()
+    """The rows written (histtrim rows or structured items), for the pairing warnings; a
+    file's rows are made one at a time."""
     crumb_tokens: int = 0
     """The breadcrumb row's share of `tokens` (0: the output has none)."""
 
@@ -205,23 +208,42 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     )
     head = range(result.body_start)
     tail = range(result.cut if result.trimmed else result.body_start, len(hf))
-    outcome.written = [hf.row(i) for i in head]
-    if result.trimmed and result.crumb_inserted:
-        outcome.written.append(breadcrumb_message())
-    outcome.written.extend(hf.row(i) for i in tail)
+    inserted = [breadcrumb_message()] if result.trimmed and result.crumb_inserted else []
+    outcome.written = chain(map(hf.row, head), inserted, map(hf.row, tail))
     return outcome, write_history(hf, result)
 
 
 _WARNINGS_SHOWN = 5
 
 
-def pairing_warnings(rows: list[ConversationMessage]) -> list[str]:
+def pairing_warnings(rows: Iterable[ConversationMessage]) -> list[str]:
     """One stderr line per tool-pairing error in the rows written (`validate_tool_pairing`),
-    the first few and a count of the rest: an API would reject such a history."""
-    problems = [p for p in validate_tool_pairing(rows) if p.is_error]
-    lines = [f"histtrim: warning: {p}" for p in problems[:_WARNINGS_SHOWN]]
-    if len(problems) > _WARNINGS_SHOWN:
-        rest = len(problems) - _WARNINGS_SHOWN
+    the first few and a count of the rest: an API would reject such a history.
+
+    The rows are checked a stretch at a time, split before each user row (which neither
+    dispatches nor answers a call, so no pair spans it): memory stays one turn's rows."""
+    shown: list[PairingProblem] = []
+    errors = base = 0
+    stretch: list[ConversationMessage] = []
+
+    def check() -> None:
+        nonlocal errors, base
+        for problem in validate_tool_pairing(stretch):
+            if problem.is_error:
+                errors += 1
+                if len(shown) < _WARNINGS_SHOWN:
+                    shown.append(replace(problem, position=problem.position + base))
+        base += len(stretch)
+        stretch.clear()
+
+    for row in rows:
+        if stretch and getattr(row, "role", None) == "user":
+            check()
+        stretch.append(row)
+    check()
+    lines = [f"histtrim: warning: {p}" for p in shown]
+    if errors > len(shown):
+        rest = errors - len(shown)
         lines.append(f"histtrim: warning: {_count(rest, 'more pairing problem')} not shown")
     return lines
 
