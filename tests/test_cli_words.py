@@ -108,3 +108,24 @@ def test_pairing_warnings_are_capped(capsys: pytest.CaptureFixture[str],
         f"issued its id (tool_call_id='c{k}')"
         for k in range(5)
     ] + ["histtrim: warning: 2 more pairing problems not shown"]
+
+
+def test_pairing_warnings_name_rows_of_the_whole_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The check runs a turn at a time; the row numbers are still the output's."""
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "tool", "tool_call_id": "c9", "content": "r"},
+    ]
+    session = tmp_path / "late.jsonl"
+    session.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, _, err = run(capsys, "trim", session, "--max-turns", 5)
+    assert code == 0
+    assert err.splitlines()[1:] == [
+        "histtrim: warning: row 4: a result not right after the assistant row that issued "
+        "its id (tool_call_id='c9')"
+    ]
