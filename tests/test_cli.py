@@ -380,6 +380,19 @@ def test_crumb_present_flag_is_authoritative_whatever_the_slot_text(
     assert kept[2:] == rows[len(rows) - len(kept) + 2 :]
 
 
+def test_a_structured_array_one_item_per_line_stays_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 23: the session reader (structured items) wrote every array re-indented by 2;
+    an array written one item per line comes back one item per line."""
+    items = [json.dumps(i.model_dump(mode="json")) for i in structured_session()]
+    path = write(tmp_path / "agent.json", "[\n" + ",\n".join(items) + "\n]\n")
+    code, out, _ = run(capsys, "trim", path, "--max-turns", 1)
+    kept = json.loads(out)
+    assert code == 0 and len(kept) < len(items)
+    assert out == "[\n" + ",\n".join(json.dumps(i, ensure_ascii=False) for i in kept) + "\n]\n"
+
+
 def test_structured_items_refuse_a_token_budget(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -538,13 +551,17 @@ def test_format_override(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> 
     assert err == f"histtrim: error: {EXAMPLE}: line 10: {problem}\n"  # message 2: content null
 
 
-def test_an_empty_session_has_nothing_to_trim(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+@pytest.mark.parametrize("text", ["", " \n\t\r\n", "\ufeff\n"])
+@pytest.mark.parametrize("command", [["trim", "--budget", 10], ["estimate"]])
+def test_an_empty_file_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, command: list[object]
 ) -> None:
-    path = write(tmp_path / "empty.jsonl", "")
-    code, out, err = run(capsys, "trim", path, "--budget", 10)
-    assert (code, out) == (0, "")
-    assert err == f"histtrim: nothing to trim in {path}: 0 turns, 0 tokens (budget 10)\n"
+    """A file with no messages (0 bytes, whitespace, a BOM) is most likely a wrong path or a
+    truncated write, not a history of 0 turns: one line naming the file, exit 2."""
+    path = write(tmp_path / "empty.jsonl", text)
+    code, out, err = run(capsys, command[0], path, *command[1:])
+    assert (code, out) == (2, "")
+    assert err == f"histtrim: error: {path}: empty: no messages\n"
 
 
 def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:

@@ -66,3 +66,66 @@ def test_the_cap1_note_follows_the_limits(capsys: pytest.CaptureFixture[str],
     assert code == 0
     assert err.rstrip().endswith("(budget 1); the newest turn alone is over the budget of "
                                  "1 token and is kept whole (CAP-1)")
+
+
+def test_an_orphan_tool_row_is_warned_about(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    """A tool row whose call is not in the history, or a call with no result: `trim` says
+    what `validate_tool_pairing` says about the rows written, on stderr (exit status 0)."""
+    rows = [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "c1", "content": "result"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ]},
+        {"role": "assistant", "content": "ok"},
+    ]
+    session = tmp_path / "orphan.json"
+    session.write_text(json.dumps(rows), encoding="utf-8")
+    code, _, err = run(capsys, "trim", session, "--max-turns", 5)
+    assert code == 0
+    assert err == (
+        f"histtrim: nothing to trim in {session}: 1 turn, 46 tokens (max turns 5)\n"
+        "histtrim: warning: row 1: a result not right after the assistant row that issued "
+        "its id (tool_call_id='c1')\n"
+        "histtrim: warning: row 2: a call no tool row right after it answers "
+        "(tool_call_id='c2')\n"
+    )
+
+
+def test_pairing_warnings_are_capped(capsys: pytest.CaptureFixture[str],
+                                     tmp_path: Path) -> None:
+    rows = [{"role": "user", "content": "hi"}] + [
+        {"role": "tool", "tool_call_id": f"c{k}", "content": "r"} for k in range(7)
+    ]
+    session = tmp_path / "orphans.jsonl"
+    session.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, _, err = run(capsys, "trim", session, "--max-turns", 5)
+    assert code == 0
+    warnings = [line for line in err.splitlines() if line.startswith("histtrim: warning:")]
+    assert warnings == [
+        f"histtrim: warning: row {k + 1}: a result not right after the assistant row that "
+        f"issued its id (tool_call_id='c{k}')"
+        for k in range(5)
+    ] + ["histtrim: warning: 2 more pairing problems not shown"]
+
+
+def test_pairing_warnings_name_rows_of_the_whole_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The check runs a turn at a time; the row numbers are still the output's."""
+    rows = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "tool", "tool_call_id": "c9", "content": "r"},
+    ]
+    session = tmp_path / "late.jsonl"
+    session.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, _, err = run(capsys, "trim", session, "--max-turns", 5)
+    assert code == 0
+    assert err.splitlines()[1:] == [
+        "histtrim: warning: row 4: a result not right after the assistant row that issued "
+        "its id (tool_call_id='c9')"
+    ]

@@ -256,3 +256,28 @@ def test_an_array_file_is_read_and_written_in_memory_near_its_size() -> None:
     assert history.layout == "array" and result.trimmed
     assert json.loads(out)[1]["content"] == "[earlier turns omitted to fit the context window]"
     assert peak < 4 * len(data)
+
+
+ARRAY_STYLES = {
+    "one object per line": lambda records: "[\n" + ",\n".join(map(json.dumps, records)) + "\n]\n",
+    "indented by 2": lambda records: json.dumps(records, indent=2) + "\n",
+    "indented by 4, CRLF": lambda records: json.dumps(records, indent=4).replace("\n", "\r\n"),
+    "on one line": json.dumps,
+}
+
+
+@pytest.mark.parametrize("style", ARRAY_STYLES)
+def test_an_array_is_written_back_in_its_own_layout(style: str) -> None:
+    """Issue 23: a one-object-per-line array came back re-indented by 2. The kept records
+    keep their bytes and the array its opening, separators and closing; the breadcrumb is
+    written as the records are."""
+    write = ARRAY_STYLES[style]
+    records = [{"role": "system", "content": "Be brief."}]
+    for n in range(3):
+        records += [{"role": "user", "content": f"question {n} é"},
+                    {"role": "assistant", "content": f"answer {n}"}]
+    history = read_history(write(records).encode())
+    result = trim_history(history, max_turns=1)
+    assert history.layout == "array" and result.crumb_inserted
+    kept = [records[0], openai_breadcrumb(), *records[-2:]]
+    assert write_history(history, result).decode() == write(kept)

@@ -48,3 +48,22 @@ def test_a_long_line_is_named(tmp_path: Path) -> None:
     notebook = tmp_path / "99_probe.ipynb"
     notebook.write_text(json.dumps({"cells": cells}), encoding="utf-8")
     assert long_lines(notebook) == [f"99_probe.ipynb cell 2 line 2 ({len(long)} chars): {long}"]
+
+
+def meter_payloads(notebook: Path) -> int:
+    """How many times the notebook's outputs print a client-meter JSON payload."""
+    count = 0
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        for output in cell.get("outputs", []):
+            text = "".join(output.get("text", "")) + "".join(
+                output.get("data", {}).get("text/plain", "")
+            )
+            count += text.count('"estimated_tokens": ')
+    return count
+
+
+def test_chapter_05_shows_the_client_meter_once() -> None:
+    """Issue 23: chapter 05 printed the meter JSON six times (three routes, twice); the
+    changing fields are a table, the payload is shown once (ROUTE-4, its key absent)."""
+    chapter = next(n for n in NOTEBOOKS if n.name.startswith("05_"))
+    assert meter_payloads(chapter) == 1

@@ -1,5 +1,5 @@
 """Whole-turn trims of a `HistoryFile` on its columns, and the file written back in its own
-format and layout (JSON Lines as the input's own bytes).
+format and layout (JSON Lines and arrays as the input's own bytes).
 
 The cut is the library's visible trim (`histtrim.visible`), planned on the file's turn index
 and row costs: no row is made."""
@@ -7,7 +7,6 @@ and row costs: no row is made."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -99,7 +98,8 @@ def trim_history(
 
 def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
     """The file in its own format and layout, with only the rows `trim` keeps (and its
-    breadcrumb). Untrimmed, it is the input's bytes; JSON Lines keep each kept line's bytes."""
+    breadcrumb). Untrimmed, it is the input's bytes; JSON Lines and arrays keep each kept
+    record's bytes."""
     bom = _BOM if hf.bom else b""
     if trim is None or not trim.trimmed:
         return bom + hf.data
@@ -126,53 +126,31 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
 
 
 def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
-    """The kept records exactly as `json.dumps(records, indent=2)` writes them, each record
-    parsed only when the encoder reaches it (the array is never held as objects: its memory
-    stays near the file's size)."""
-    count = len(head) + (crumb is not None) + len(tail)
-    records = _Records(lambda: _kept(hf, head, crumb, tail), count)
-    try:
-        return _encoded(json.JSONEncoder(indent=2, ensure_ascii=False), records)
-    except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
-        return _encoded(json.JSONEncoder(indent=2), records)
-
-
-def _encoded(encoder: json.JSONEncoder, records: list[Any]) -> bytes:
-    """The encoder's text as UTF-8, its many small pieces joined a batch at a time."""
-    parts: list[bytes] = []
-    batch: list[str] = []
-    for piece in encoder.iterencode(records):
-        batch.append(piece)
-        if len(batch) == 65_536:
-            parts.append("".join(batch).encode("utf-8"))
-            batch.clear()
-    parts.append("".join(batch).encode("utf-8"))
-    parts.append(b"\n")
-    return b"".join(parts)
-
-
-class _Records(list):  # type: ignore[type-arg]
-    """A list as the JSON encoder sees it (its length, its items in order), whose items are
-    made one at a time while the encoder writes them."""
-
-    def __init__(self, produce: Callable[[], Iterator[Any]], count: int) -> None:
-        super().__init__()
-        self._produce, self._count = produce, count
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __iter__(self) -> Iterator[Any]:
-        return self._produce()
-
-
-def _kept(
-    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
-) -> Iterator[Any]:
-    yield from (hf.record(i) for i in head)
+    """The kept records as their own bytes, in the input's layout: its opening, the
+    separator between its first two records, its closing (one object per line stays one
+    object per line, an indented array stays indented). Nothing is parsed again, so the
+    memory stays near the file's size."""
+    data, spans = hf.data, hf.spans
+    separator = data[spans[1] : spans[2]] if len(spans) >= 4 else b",\n"
+    pieces = [hf.record_bytes(i) for i in head]
     if crumb is not None:
-        yield crumb
-    yield from (hf.record(i) for i in tail)
+        pieces.append(_like_records(hf, crumb))
+    pieces.extend(hf.record_bytes(i) for i in tail)
+    return data[: spans[0]] + separator.join(pieces) + data[spans[-1] :]
+
+
+def _like_records(hf: HistoryFile, record: dict[str, Any]) -> bytes:
+    """`record` written as the file's first record is: on one line, or indented by the same
+    step from the same column, with the file's line ending."""
+    data, first = hf.data, hf.record_bytes(0)
+    newline = line_ending(data)
+    if b"\n" not in first:
+        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+    column = hf.spans[0] - (data.rfind(b"\n", 0, hf.spans[0]) + 1)
+    second = first.split(b"\n", 2)[1]
+    step = max(len(second) - len(second.lstrip(b" ")) - column, 1)
+    text = json.dumps(record, indent=step, ensure_ascii=False)
+    return text.replace("\n", newline.decode("ascii") + " " * column).encode("utf-8")
 
 
 def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:

@@ -161,7 +161,10 @@ def fast_rows(
     source: str, data: bytes, format: Format | None, tokenizer: str | None
 ) -> HistoryFile | None:
     """The row file on the fast reader, or None for the session reader: a `--tokenizer` run
-    always takes the session reader (which cannot read Anthropic bodies: refused here)."""
+    always takes the session reader (which cannot read Anthropic bodies: refused here). A
+    file with nothing but whitespace is refused: it holds no messages, not an empty history."""
+    if not data.removeprefix(BOM).strip(b" \t\r\n"):
+        raise InputError(source, "empty: no messages")
     if tokenizer is None:
         return read_rows(source, data, format)
     refuse_anthropic_tokenizer(source, data, format)

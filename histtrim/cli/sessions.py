@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -177,9 +178,12 @@ def _validate(session: Session) -> None:
 def render(session: Session, records: Sequence[Any]) -> bytes:
     """The records as standard JSON in the session's own layout (array, object or JSON
     Lines), with the input's byte order mark if it had one."""
+    newline = line_ending(session.data).decode("ascii")
     if session.layout == "jsonl":
-        newline = line_ending(session.data).decode("ascii")
         text = "".join(dumps(r, _compact) + newline for r in records)
+    elif session.layout == "array" and _one_per_line(session):
+        rows = ("," + newline).join(dumps(r, _compact) for r in records)
+        text = f"[{newline}{rows}{newline}]{newline}"
     else:
         document: Any = list(records)
         if session.layout == "object":
@@ -187,6 +191,17 @@ def render(session: Session, records: Sequence[Any]) -> bytes:
         text = dumps(document, _indented) + "\n"
     bom = BOM if session.data.startswith(BOM) else b""
     return bom + text.encode("utf-8")
+
+
+def _one_per_line(session: Session) -> bool:
+    """An array written one record per line: each record starts on its own line and the
+    file has no more lines than its records, the brackets and a final newline."""
+    lines = session.lines
+    last = session.data.rstrip().count(b"\n") + 1
+    return (
+        len(lines) > 1 and all(b == a + 1 for a, b in pairwise(lines))
+        and last <= len(lines) + 2
+    )
 
 
 def _compact(value: Any) -> str:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import Any
 
 from histtrim.adapters.formats import HistoryFile
@@ -24,7 +26,8 @@ from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed
-from histtrim.messages import BREADCRUMB, ChatMessage
+from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
+from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.route import ResolvedRuntime
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex
@@ -64,6 +67,9 @@ class _Outcome:
     tokens: int
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
+    written: Iterable[Any] = ()
+    """The rows written (histtrim rows or structured items), for the pairing warnings; a
+    file's rows are made one at a time."""
     crumb_tokens: int = 0
     """The breadcrumb row's share of `tokens` (0: the output has none)."""
 
@@ -106,6 +112,7 @@ def _trim_rows(
     )
     if plan.trimmed:
         outcome.records = plan.kept(session.records, _crumb_record(session))
+    outcome.written = plan.kept(rows, breadcrumb_message()) if plan.trimmed else rows
     return outcome
 
 
@@ -123,7 +130,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
     index: TurnIndex = index_session(session, items, crumb)
     rows = to_chat_messages(items)
     before = limits.pricing.total(rows)
-    outcome = _Outcome(index.turn_count, before, index.turn_count, before)
+    outcome = _Outcome(index.turn_count, before, index.turn_count, before, written=items)
     if limits.max_turns is None:
         return outcome
     trim = trim_structured(
@@ -136,6 +143,7 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
     event = trim.event(tokens_after=after)
     outcome.events.append(event)
     outcome.records = [item.model_dump(mode="json") for item in trim.history]
+    outcome.written = list(trim.history)
     outcome.turns, outcome.tokens = event.kept_turns, after
     return outcome
 
@@ -198,7 +206,46 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
         events=result.events, crumb_tokens=result.crumb_tokens,
     )
+    head = range(result.body_start)
+    tail = range(result.cut if result.trimmed else result.body_start, len(hf))
+    inserted = [breadcrumb_message()] if result.trimmed and result.crumb_inserted else []
+    outcome.written = chain(map(hf.row, head), inserted, map(hf.row, tail))
     return outcome, write_history(hf, result)
+
+
+_WARNINGS_SHOWN = 5
+
+
+def pairing_warnings(rows: Iterable[ConversationMessage]) -> list[str]:
+    """One stderr line per tool-pairing error in the rows written (`validate_tool_pairing`),
+    the first few and a count of the rest: an API would reject such a history.
+
+    The rows are checked a stretch at a time, split before each user row (which neither
+    dispatches nor answers a call, so no pair spans it): memory stays one turn's rows."""
+    shown: list[PairingProblem] = []
+    errors = base = 0
+    stretch: list[ConversationMessage] = []
+
+    def check() -> None:
+        nonlocal errors, base
+        for problem in validate_tool_pairing(stretch):
+            if problem.is_error:
+                errors += 1
+                if len(shown) < _WARNINGS_SHOWN:
+                    shown.append(replace(problem, position=problem.position + base))
+        base += len(stretch)
+        stretch.clear()
+
+    for row in rows:
+        if stretch and getattr(row, "role", None) == "user":
+            check()
+        stretch.append(row)
+    check()
+    lines = [f"histtrim: warning: {p}" for p in shown]
+    if errors > len(shown):
+        rest = errors - len(shown)
+        lines.append(f"histtrim: warning: {_count(rest, 'more pairing problem')} not shown")
+    return lines
 
 
 def cmd_trim(args: argparse.Namespace) -> int:
@@ -221,4 +268,6 @@ def cmd_trim(args: argparse.Namespace) -> int:
     for event in outcome.events:
         print(event.to_json(), file=sys.stderr)
     print(summary(source, outcome, limits), file=sys.stderr)
+    for line in pairing_warnings(outcome.written):
+        print(line, file=sys.stderr)
     return EXIT_OK
