@@ -39,7 +39,7 @@ SPEC_FILE = ROOT / "examples" / "policies" / "spec.toml"
 
 
 def test_policy_is_the_spec() -> None:
-    """The numbers as RULES.md and DESIGN.md state them."""
+    """The numbers as RULES.md and docs/decisions.md state them."""
     assert Policy() == SPEC
     assert SPEC.bytes_per_token == 4 and SPEC.frame_tokens == 4  # EST-1
     assert SPEC.image_tokens == 1600  # EST-2
