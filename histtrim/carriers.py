@@ -259,9 +259,12 @@ def tool_call_ids(message: ChatMessage) -> tuple[str, ...] | None:
 
     As the reference reads it: a native call is any element of the envelope's
     `tool_calls` array with a string `id`, whatever its other fields (PAIR-2)."""
-    if message.role != "assistant":
-        return None
-    envelope = json_object(message.content)
+    return dispatched_ids(message.content) if message.role == "assistant" else None
+
+
+def dispatched_ids(content: str) -> tuple[str, ...] | None:
+    """`tool_call_ids` of an assistant row with this text."""
+    envelope = json_object(content)
     calls = envelope.get("tool_calls") if envelope is not None else None
     if not isinstance(calls, list):
         return None
@@ -273,9 +276,12 @@ def tool_result_call_id(message: ChatMessage) -> str | None:
     """The call a `tool` row answers: its envelope's string `tool_call_id`, else None
     (a legacy row with no readable id, kept by the sweep only right after a native
     dispatch)."""
-    if message.role != "tool":
-        return None
-    envelope = json_object(message.content)
+    return answered_id(message.content) if message.role == "tool" else None
+
+
+def answered_id(content: str) -> str | None:
+    """`tool_result_call_id` of a tool row with this text."""
+    envelope = json_object(content)
     call_id = envelope.get("tool_call_id") if envelope is not None else None
     return call_id if isinstance(call_id, str) else None
 

@@ -8,9 +8,11 @@ only right after a native dispatch (the validator reports it anywhere else as an
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from histtrim.carriers import json_object, tool_call_ids, tool_result_call_id
@@ -403,7 +405,87 @@ class PairingProblem:
         }[self.kind]
         if self.kind == "orphan_result" and self.tool_call_id is None:
             what = "a tool row with no readable tool_call_id not right after a native dispatch"
-        return f"row {self.position}: {what} (tool_call_id={self.tool_call_id!r})"
+        return f"row {self.position}: {what} (tool_call_id={_quoted(self.tool_call_id)})"
+
+
+_QUOTED_ID = 80
+"""The longest call id a problem quotes whole; a longer one (ids are the input's, of any
+size) is cut to its start and its length."""
+
+
+def _quoted(call_id: str | None) -> str:
+    if call_id is None or len(call_id) <= _QUOTED_ID:
+        return repr(call_id)
+    return f"{call_id[: _QUOTED_ID - 20]!r}... ({len(call_id):,} characters)"
+
+
+class PairingScan:
+    """`validate_tool_pairing` one row at a time, for a reader that sees each row once:
+    a row is a dispatch (its call ids), a tool row (the id it answers, None when it has no
+    readable one) or any other row. Each problem goes to `report(kind, position, call_id,
+    k)` (k: the index of an unanswered call among its row's distinct ids, else -1), a
+    dispatch's own problems before those of the tool rows after it, so sorting the reports
+    by position (stably) gives the validator's order. Memory: the open dispatch's ids."""
+
+    __slots__ = ("_answered", "_head", "_ids", "_issued", "_report")
+
+    def __init__(self, report: Callable[[PairingKind, int, str | None, int], None]) -> None:
+        self._report = report
+        self._head = -1
+        self._ids: tuple[str, ...] | None = None
+        self._issued: frozenset[str] = frozenset()
+        self._answered: set[str] = set()
+
+    def dispatch(self, position: int, ids: tuple[str, ...]) -> None:
+        self.other()
+        self._head, self._ids, self._issued = position, ids, frozenset(ids)
+
+    def answer(self, position: int, call_id: str | None) -> None:
+        if call_id is None:
+            kind: PairingKind = "legacy_result" if self._ids is not None else "orphan_result"
+            self._report(kind, position, None, -1)
+        elif call_id in self._issued:
+            self._answered.add(call_id)
+        else:
+            self._report("orphan_result", position, call_id, -1)
+
+    def other(self) -> None:
+        """A row that neither dispatches nor answers (and the end): closes the open dispatch."""
+        if self._ids is None:
+            return
+        for k, cid in enumerate(dict.fromkeys(self._ids)):
+            if cid not in self._answered:
+                self._report("unanswered_call", self._head, cid, k)
+        self._ids, self._issued = None, frozenset()
+        self._answered.clear()
+
+
+@dataclass
+class PairingErrors:
+    """The errors a `PairingScan` reports, kept compactly for a whole file: each one's row
+    and the index of its call among the row's distinct ids (-1 for a tool row's), 16 bytes
+    an error; the ids are read again from the few rows shown (`PairingProblem`)."""
+
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    calls: array[int] = field(default_factory=lambda: array("q"))
+
+    def add(self, kind: PairingKind, position: int, call_id: str | None, k: int) -> None:
+        if kind != "legacy_result":
+            self.positions.append(position)
+            self.calls.append(k)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def first(self, count: int, start: int = 0) -> list[int]:
+        """The indexes of the first `count` errors at rows `start..`, in the validator's
+        order (by row, then as reported)."""
+        positions = self.positions
+        found = (i for i in range(len(positions)) if positions[i] >= start)
+        return heapq.nsmallest(count, found, key=lambda i: (positions[i], i))
+
+    def count_from(self, start: int) -> int:
+        return sum(map(start.__le__, self.positions))
 
 
 def validate_tool_pairing(
@@ -415,27 +497,19 @@ def validate_tool_pairing(
     its ids, and no tool row may appear anywhere else. A tool row with no readable id right
     after a native dispatch is reported as `legacy_result`, which is not an error
     (`is_error`); anywhere else it is an `orphan_result`."""
-    rows = conversation_rows(history)
     problems: list[PairingProblem] = []
-    pos = 0
-    while pos < len(rows):
-        ids = _dispatch(rows[pos])
-        issued = set(ids or ())
-        answered: set[str] = set()
-        end = pos + 1 if ids is not None else pos
-        while end < len(rows) and (results := _answers(rows[end])) is not None:
-            for cid in results:
-                if cid is None:
-                    kind: PairingKind = "legacy_result" if ids is not None else "orphan_result"
-                    problems.append(PairingProblem(kind, end, None))
-                elif cid in issued:
-                    answered.add(cid)
-                else:
-                    problems.append(PairingProblem("orphan_result", end, cid))
-            end += 1
-        for cid in dict.fromkeys(ids or ()):
-            if cid not in answered:
-                problems.append(PairingProblem("unanswered_call", pos, cid))
-        pos = max(end, pos + 1)
+    scan = PairingScan(lambda kind, pos, cid, _: problems.append(PairingProblem(kind, pos, cid)))
+    for pos, row in enumerate(conversation_rows(history)):
+        answers = _answers(row)
+        if answers is not None:
+            for cid in answers:
+                scan.answer(pos, cid)
+            continue
+        ids = _dispatch(row)
+        if ids is not None:
+            scan.dispatch(pos, ids)
+        else:
+            scan.other()
+    scan.other()
     problems.sort(key=lambda p: p.position)
     return problems

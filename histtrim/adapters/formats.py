@@ -14,15 +14,16 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain, compress
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from histtrim.adapters.records import Format, FormatError, row_text
+from histtrim.adapters.records import Format, FormatError, Link, row_sketch, row_text
 from histtrim.estimate import dispatched_images, message_cost
 from histtrim.messages import BREADCRUMB, ChatMessage, row_facts
+from histtrim.pairing import PairingErrors, PairingScan
 
 Layout = Literal["jsonl", "array", "body"]
 FORMATS: tuple[Format, ...] = ("histtrim", "openai", "anthropic")
@@ -64,6 +65,9 @@ class HistoryFile:
     images: dict[int, int]
     """Dispatched images by row, for the rows that have any (EST-2, EST-3)."""
     bom: bool = False
+    pairing: PairingErrors = field(default_factory=PairingErrors)
+    """The tool-pairing errors of the rows as read (`validate_tool_pairing`), found in the
+    pricing pass: the rows are not read again to check them."""
 
     def __len__(self) -> int:
         return len(self.costs)
@@ -318,13 +322,14 @@ def _priced(
     )
     opens, costs, images = hf.opens, hf.costs, hf.images
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
+    pairs = PairingScan(hf.pairing.add)
     prefix = True
     records = len(parsed) if parsed is not None else len(spans) // 2
-    texts = _row_texts(hf, records)
+    rows = _row_sketches(hf, records)
     if system_rows:
         assert body is not None
-        texts = chain([("system", _anthropic_system(body))], texts)
-    for i, (role, text) in enumerate(texts):
+        rows = chain([("system", _anthropic_system(body), None)], rows)
+    for i, (role, text, link) in enumerate(rows):
         try:
             facts = row_facts(role, text)
         except UnicodeEncodeError:
@@ -334,6 +339,12 @@ def _priced(
         opens.append(facts.opens_turn)
         if facts.opens_turn:
             pending.clear()
+        if role == "tool":
+            pairs.answer(i, link)  # type: ignore[arg-type]
+        elif link is not None:
+            pairs.dispatch(i, link)  # type: ignore[arg-type]
+        else:
+            pairs.other()
         cost = facts.plain_tokens
         if facts.image_markers:
             row = ChatMessage(role="user", content=text)
@@ -342,6 +353,7 @@ def _priced(
         elif facts.declares_attachments:
             pending[i] = ChatMessage(role=role, content=text)  # type: ignore[arg-type]
         costs.append(cost)
+    pairs.other()
     if prefix:
         hf.prefix_len = len(costs)
     # After the newest real user row; with none, every tool result is current (EST-2).
@@ -351,8 +363,9 @@ def _priced(
     return hf
 
 
-def _row_texts(hf: HistoryFile, records: int) -> Iterator[tuple[str, str]]:
-    """Each record's (role, row text); an error names the record's line (or index)."""
+def _row_sketches(hf: HistoryFile, records: int) -> Iterator[tuple[str, str, Link]]:
+    """Each record's (role, row text, pairing link); an error names the record's line (or
+    index)."""
     fmt, parsed, data, spans = hf.format, hf.parsed, hf.data, hf.spans
     for index in range(records):
         try:
@@ -360,7 +373,7 @@ def _row_texts(hf: HistoryFile, records: int) -> Iterator[tuple[str, str]]:
                 record = parsed[index]
             else:
                 record = _loads(data[spans[2 * index] : spans[2 * index + 1]], None)
-            yield row_text(fmt, record)
+            yield row_sketch(fmt, record)
         except FormatError as error:
             line = hf.line_of(index)
             raise FormatError(

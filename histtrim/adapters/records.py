@@ -5,12 +5,13 @@ The usual shapes take a fast path that makes exactly the text the format's adapt
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
+from json.encoder import encode_basestring
 from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
+from histtrim.carriers import answered_id, dispatched_ids
 from histtrim.messages import ChatMessage, ConversationMessage, Role
 
 Format = Literal["histtrim", "openai", "anthropic"]
@@ -20,6 +21,9 @@ _TOOL = frozenset(("role", "tool_call_id", "content"))
 _CALLS = frozenset(("role", "content", "tool_calls"))
 _CALL = frozenset(("id", "type", "function"))
 _FUNCTION = frozenset(("name", "arguments"))
+_JSON_SPACE = " \t\r\n"
+_string = encode_basestring
+"""A str as compact JSON writes it (`ensure_ascii=False`), in C."""
 _ITEM: TypeAdapter[ConversationMessage] = TypeAdapter(ConversationMessage)
 
 
@@ -44,31 +48,57 @@ class FormatError(ValueError):
         super().__init__(f"{where}: {problem}" if where else problem)
 
 
+Link = tuple[str, ...] | str | None
+"""What the tool-pairing check reads from a row (`pairing.PairingScan`): a tool row's
+answered call id (None: no readable one); an assistant row's dispatched ids (None: no
+native dispatch); None for any other row."""
+
+
 def row_text(fmt: Format, record: object) -> tuple[str, str]:
     """The (role, content) of the row the format's adapter makes for `record`."""
+    role, text, _ = row_sketch(fmt, record)
+    return role, text
+
+
+def row_sketch(fmt: Format, record: object) -> tuple[str, str, Link]:
+    """`row_text` and the row's pairing link, read from the record where its shape says it
+    (the link is what `carriers.tool_call_ids` / `tool_result_call_id` read from the text)."""
     if not isinstance(record, Mapping):
         raise FormatError(f"expected a JSON object, got {type(record).__name__}")
     if fmt == "openai":
         return _openai(record)
-    if fmt == "anthropic":
-        return _anthropic(record)
-    return _histtrim(record)
+    role, text = _anthropic(record) if fmt == "anthropic" else _histtrim(record)
+    return role, text, text_link(role, text)
 
 
-def _openai(record: Mapping[str, Any]) -> tuple[str, str]:
+def text_link(role: str, text: str) -> Link:
+    """The pairing link of a row, read from its text."""
+    if role == "tool":
+        return answered_id(text)
+    if role == "assistant" and text.lstrip(_JSON_SPACE)[:1] == "{":
+        return dispatched_ids(text)
+    return None
+
+
+def _openai(record: Mapping[str, Any]) -> tuple[str, str, Link]:
     keys = record.keys()
     role, content = record.get("role"), record.get("content")
     if keys == _PLAIN and type(content) is str and not content.startswith("{"):
-        if role in ("system", "assistant") or (role == "user" and "[IMAGE:" not in content):
-            return role, content
+        if role == "assistant":
+            return role, content, text_link(role, content)
+        if role == "system" or (role == "user" and "[IMAGE:" not in content):
+            return role, content, None
     elif keys == _TOOL and role == "tool" and type(content) is str:
         call_id = record["tool_call_id"]
         if type(call_id) is str and call_id:
-            return "tool", _compact({"tool_call_id": call_id, "content": content})
+            text = f'{{"tool_call_id":{_string(call_id)},"content":{_string(content)}}}'
+            return "tool", text, call_id
     elif keys == _CALLS and role == "assistant" and (content is None or type(content) is str):
         calls = _plain_calls(record["tool_calls"])
         if calls is not None:
-            return "assistant", _compact({"content": content, "tool_calls": calls})
+            said = "null" if content is None else _string(content)
+            text = f'{{"content":{said},"tool_calls":[{",".join(calls)}]}}'
+            return "assistant", text, tuple(call["id"] for call in record["tool_calls"])
     from histtrim.adapters.openai import from_openai
     from histtrim.adapters.openai_checks import OpenAIFormatError
 
@@ -76,11 +106,12 @@ def _openai(record: Mapping[str, Any]) -> tuple[str, str]:
         row = from_openai([record])[0]
     except OpenAIFormatError as error:
         raise FormatError(error.problem, field=error.field) from None
-    return row.role, row.content
+    return row.role, row.content, text_link(row.role, row.content)
 
 
-def _plain_calls(calls: object) -> list[dict[str, str]] | None:
-    """The calls as the envelope writes them, when each is a plain function call."""
+def _plain_calls(calls: object) -> list[str] | None:
+    """Each call as the envelope writes it (compact JSON), when each is a plain function
+    call."""
     if type(calls) is not list or not calls:
         return None
     out = []
@@ -95,7 +126,9 @@ def _plain_calls(calls: object) -> list[dict[str, str]] | None:
             return None
         if type(arguments) is not str:
             return None
-        out.append({"id": call_id, "name": name, "arguments": arguments})
+        out.append(
+            f'{{"id":{_string(call_id)},"name":{_string(name)},"arguments":{_string(arguments)}}}'
+        )
     return out
 
 
@@ -138,7 +171,3 @@ def _histtrim(record: Mapping[str, Any]) -> tuple[str, str]:
             field="kind",
         )
     return item.role, item.content
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

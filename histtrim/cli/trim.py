@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from itertools import chain
+from dataclasses import dataclass, field
 from typing import Any
 
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import openai_breadcrumb
-from histtrim.adapters.rewrite import trim_history, write_history
-from histtrim.carriers import to_chat_messages
+from histtrim.adapters.rewrite import FileTrim, trim_history, write_history
+from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
 from histtrim.cli.jsontext import display_name, read_bytes
@@ -68,10 +67,11 @@ class _Outcome:
     records: list[Any] | None = None
     events: list[HistoryTrimmed] = field(default_factory=list)
     written: Iterable[Any] = ()
-    """The rows written (histtrim rows or structured items), for the pairing warnings; a
-    file's rows are made one at a time."""
+    """The rows written (histtrim rows or structured items), for the pairing warnings."""
     crumb_tokens: int = 0
     """The breadcrumb row's share of `tokens` (0: the output has none)."""
+    warnings: list[str] | None = None
+    """The pairing warnings, when the reader found them in its pass (else from `written`)."""
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
@@ -206,10 +206,7 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
         events=result.events, crumb_tokens=result.crumb_tokens,
     )
-    head = range(result.body_start)
-    tail = range(result.cut if result.trimmed else result.body_start, len(hf))
-    inserted = [breadcrumb_message()] if result.trimmed and result.crumb_inserted else []
-    outcome.written = chain(map(hf.row, head), inserted, map(hf.row, tail))
+    outcome.warnings = file_pairing_warnings(hf, result)
     return outcome, write_history(hf, result)
 
 
@@ -218,29 +215,33 @@ _WARNINGS_SHOWN = 5
 
 def pairing_warnings(rows: Iterable[ConversationMessage]) -> list[str]:
     """One stderr line per tool-pairing error in the rows written (`validate_tool_pairing`),
-    the first few and a count of the rest: an API would reject such a history.
+    the first few and a count of the rest: an API would reject such a history."""
+    errors = [p for p in validate_tool_pairing(list(rows)) if p.is_error]
+    return _warning_lines(errors[:_WARNINGS_SHOWN], len(errors))
 
-    The rows are checked a stretch at a time, split before each user row (which neither
-    dispatches nor answers a call, so no pair spans it): memory stays one turn's rows."""
-    shown: list[PairingProblem] = []
-    errors = base = 0
-    stretch: list[ConversationMessage] = []
 
-    def check() -> None:
-        nonlocal errors, base
-        for problem in validate_tool_pairing(stretch):
-            if problem.is_error:
-                errors += 1
-                if len(shown) < _WARNINGS_SHOWN:
-                    shown.append(replace(problem, position=problem.position + base))
-        base += len(stretch)
-        stretch.clear()
+def file_pairing_warnings(hf: HistoryFile, trim: FileTrim) -> list[str]:
+    """`pairing_warnings` of the rows `trim` writes, from the errors the reader found in its
+    one pass (`HistoryFile.pairing`): the rows kept are the prefix (system rows and the
+    breadcrumb slot, never an error) and rows `cut..`, which start at a user row, so the
+    errors written are the input's from `cut` on, shifted to their place in the output. Only
+    the rows of the errors shown are read again, for their call ids."""
+    errors = hf.pairing
+    cut = trim.cut if trim.trimmed else trim.body_start
+    shift = trim.body_start + (trim.trimmed and trim.crumb_inserted) - cut
+    shown = []
+    for k in errors.first(_WARNINGS_SHOWN, cut):
+        position, call = errors.positions[k], errors.calls[k]
+        row, at = hf.row(position), position + shift
+        if call < 0:
+            shown.append(PairingProblem("orphan_result", at, tool_result_call_id(row)))
+        else:
+            ids = list(dict.fromkeys(tool_call_ids(row) or ()))
+            shown.append(PairingProblem("unanswered_call", at, ids[call]))
+    return _warning_lines(shown, errors.count_from(cut))
 
-    for row in rows:
-        if stretch and getattr(row, "role", None) == "user":
-            check()
-        stretch.append(row)
-    check()
+
+def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
     lines = [f"histtrim: warning: {p}" for p in shown]
     if errors > len(shown):
         rest = errors - len(shown)
@@ -268,6 +269,9 @@ def cmd_trim(args: argparse.Namespace) -> int:
     for event in outcome.events:
         print(event.to_json(), file=sys.stderr)
     print(summary(source, outcome, limits), file=sys.stderr)
-    for line in pairing_warnings(outcome.written):
+    warnings = outcome.warnings
+    if warnings is None:
+        warnings = pairing_warnings(outcome.written)
+    for line in warnings:
         print(line, file=sys.stderr)
     return EXIT_OK
