@@ -427,7 +427,7 @@ class PairingScan:
     dispatch's own problems before those of the tool rows after it, so sorting the reports
     by position (stably) gives the validator's order. Memory: the open dispatch's ids."""
 
-    __slots__ = ("_answered", "_head", "_ids", "_issued", "_report")
+    __slots__ = ("_answered", "_head", "_ids", "_issued", "_report", "dispatching")
 
     def __init__(self, report: Callable[[PairingKind, int, str | None, int], None]) -> None:
         self._report = report
@@ -435,10 +435,13 @@ class PairingScan:
         self._ids: tuple[str, ...] | None = None
         self._issued: frozenset[str] = frozenset()
         self._answered: set[str] = set()
+        self.dispatching = False
+        """Whether a dispatch is open (`other` then closes it; else it does nothing)."""
 
     def dispatch(self, position: int, ids: tuple[str, ...]) -> None:
         self.other()
         self._head, self._ids, self._issued = position, ids, frozenset(ids)
+        self.dispatching = True
 
     def answer(self, position: int, call_id: str | None) -> None:
         if call_id is None:
@@ -458,6 +461,7 @@ class PairingScan:
                 self._report("unanswered_call", self._head, cid, k)
         self._ids, self._issued = None, frozenset()
         self._answered.clear()
+        self.dispatching = False
 
 
 @dataclass

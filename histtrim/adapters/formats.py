@@ -19,8 +19,9 @@ from itertools import chain, compress
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 
-from histtrim.adapters.records import Format, FormatError, Link, row_sketch, row_text
+from histtrim.adapters.records import Format, FormatError, row_sketch, row_text
 from histtrim.estimate import dispatched_images, message_cost
 from histtrim.messages import BREADCRUMB, ChatMessage, row_facts
 from histtrim.pairing import PairingErrors, PairingScan
@@ -165,9 +166,8 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
             body = {k: None if k == "messages" else v for k, v in document.items()}
         layout: Layout = "body" if body is not None else "array"
         return _priced(chosen, layout, data, array("q"), records, body, bom)
-    spans = _line_spans(data)
-    chosen = format or _detect_lines(data, spans)
-    return _priced(chosen, "jsonl", data, spans, None, None, bom)
+    chosen = format or _detect_lines(data, None)
+    return _priced(chosen, "jsonl", data, array("q"), None, None, bom)
 
 
 def sniff_format(data: bytes) -> Format:
@@ -180,7 +180,7 @@ def sniff_format(data: bytes) -> Format:
         return _detect_lines(data, elements)
     if first == b"[" or (first == b"{" and _is_body(data)):
         return detect_format(_loads(data, None))
-    return _detect_lines(data, _line_spans(data))
+    return _detect_lines(data, None)
 
 
 _WHITE = re.compile(r"[ \t\r\n]*")
@@ -237,33 +237,23 @@ def _is_body(data: bytes) -> bool:
     return False
 
 
-def _line_spans(data: bytes) -> array[int]:
-    spans = array("q")
-    start, size = 0, len(data)
-    while start < size:
-        end = data.find(b"\n", start)
-        if end < 0:
-            end = size
-        if data[start:end].strip():
-            spans.append(start)
-            spans.append(end)
-        start = end + 1
-    return spans
-
-
-def _detect_lines(data: bytes, spans: array[int]) -> Format:
-    """`detect_format` for JSON Lines and arrays (records at `spans`), parsing only the
-    records a byte search points at."""
-    starts = spans[0::2]
+def _detect_lines(data: bytes, spans: array[int] | None) -> Format:
+    """`detect_format` for JSON Lines (`spans` None: each line a record) and arrays (records
+    at `spans`), parsing only the records a byte search points at."""
+    starts = spans[0::2] if spans is not None else None
     for needles, fmt in _HINTS:
         for needle in needles:
             at = data.find(needle)
             while at >= 0:
-                k = bisect_right(starts, at) - 1
-                if k < 0 or at >= spans[2 * k + 1]:  # between records
-                    at = data.find(needle, at + 1)
-                    continue
-                start, end = spans[2 * k], spans[2 * k + 1]
+                if spans is None or starts is None:
+                    start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+                    end = len(data) if end < 0 else end
+                else:
+                    k = bisect_right(starts, at) - 1
+                    if k < 0 or at >= spans[2 * k + 1]:  # between records
+                        at = data.find(needle, at + 1)
+                        continue
+                    start, end = spans[2 * k], spans[2 * k + 1]
                 try:
                     record = _loads(data[start:end], None)
                 except FormatError:
@@ -277,6 +267,10 @@ def _detect_lines(data: bytes, spans: array[int]) -> Format:
 def _loads(text: bytes, line: int | None) -> Any:
     """Parse JSON in Rust (pydantic's parser): deep nesting, huge integers and lone
     surrogates are a FormatError naming the line and column, never a RecursionError."""
+    try:
+        return from_json(text)
+    except ValueError:
+        pass  # parsed again below, for the error's words
     try:
         return _JSON.validate_json(text)
     except ValidationError as error:
@@ -304,6 +298,10 @@ def _anthropic_system(body: Mapping[str, Any]) -> str:
         raise FormatError(error.problem, line=1, field=error.field) from None
 
 
+_SYSTEM_ROW = object()
+"""Stands for an Anthropic body's `system` row among the records."""
+
+
 def _priced(
     fmt: Format,
     layout: Layout,
@@ -324,12 +322,18 @@ def _priced(
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
     pairs = PairingScan(hf.pairing.add)
     prefix = True
-    records = len(parsed) if parsed is not None else len(spans) // 2
-    rows = _row_sketches(hf, records)
+    records: Iterator[Any] = _records(hf)
     if system_rows:
-        assert body is not None
-        rows = chain([("system", _anthropic_system(body), None)], rows)
-    for i, (role, text, link) in enumerate(rows):
+        records = chain([_SYSTEM_ROW], records)
+    for i, record in enumerate(records):
+        if record is _SYSTEM_ROW:
+            assert body is not None
+            role, text, link = "system", _anthropic_system(body), None
+        else:
+            try:
+                role, text, link = row_sketch(fmt, record)
+            except FormatError as error:
+                raise _at_record(hf, i - system_rows, error) from None
         try:
             facts = row_facts(role, text)
         except UnicodeEncodeError:
@@ -343,7 +347,7 @@ def _priced(
             pairs.answer(i, link)  # type: ignore[arg-type]
         elif link is not None:
             pairs.dispatch(i, link)  # type: ignore[arg-type]
-        else:
+        elif pairs.dispatching:
             pairs.other()
         cost = facts.plain_tokens
         if facts.image_markers:
@@ -363,22 +367,48 @@ def _priced(
     return hf
 
 
-def _row_sketches(hf: HistoryFile, records: int) -> Iterator[tuple[str, str, Link]]:
-    """Each record's (role, row text, pairing link); an error names the record's line (or
-    index)."""
-    fmt, parsed, data, spans = hf.format, hf.parsed, hf.data, hf.spans
-    for index in range(records):
-        try:
-            if parsed is not None:
-                record = parsed[index]
-            else:
+def _records(hf: HistoryFile) -> Iterator[Any]:
+    """Each record as parsed: a body's as parsed, an array's at its spans, and JSON Lines
+    one line at a time, their spans found on the way (a line of whitespace is no record)."""
+    data, spans = hf.data, hf.spans
+    if hf.parsed is not None:
+        yield from hf.parsed
+        return
+    if hf.layout != "jsonl":
+        for index in range(len(spans) // 2):
+            try:
                 record = _loads(data[spans[2 * index] : spans[2 * index + 1]], None)
-            yield row_sketch(fmt, record)
-        except FormatError as error:
-            line = hf.line_of(index)
-            raise FormatError(
-                error.problem, line=line, record=None if line else index, field=error.field
-            ) from None
+            except FormatError as error:
+                raise _at_record(hf, index, error) from None
+            yield record
+        return
+    start, size, find = 0, len(data), data.find
+    while start < size:
+        end = find(b"\n", start)
+        end = size if end < 0 else end
+        line = data[start:end]
+        try:
+            record = from_json(line)
+        except ValueError:
+            if not line.strip():
+                start = end + 1
+                continue
+            spans.append(start)
+            spans.append(end)
+            try:
+                record = _loads(line, None)
+            except FormatError as error:
+                raise _at_record(hf, len(spans) // 2 - 1, error) from None
+        else:
+            spans.append(start)
+            spans.append(end)
+        yield record
+        start = end + 1
+
+
+def _at_record(hf: HistoryFile, index: int, error: FormatError) -> FormatError:
+    line = hf.line_of(index)
+    return FormatError(error.problem, line=line, record=None if line else index, field=error.field)
 
 
 def hf_error(hf: HistoryFile, row: int, field: str, problem: str) -> FormatError:

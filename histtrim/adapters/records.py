@@ -63,7 +63,7 @@ def row_text(fmt: Format, record: object) -> tuple[str, str]:
 def row_sketch(fmt: Format, record: object) -> tuple[str, str, Link]:
     """`row_text` and the row's pairing link, read from the record where its shape says it
     (the link is what `carriers.tool_call_ids` / `tool_result_call_id` read from the text)."""
-    if not isinstance(record, Mapping):
+    if type(record) is not dict and not isinstance(record, Mapping):
         raise FormatError(f"expected a JSON object, got {type(record).__name__}")
     if fmt == "openai":
         return _openai(record)
