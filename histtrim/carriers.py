@@ -219,6 +219,12 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+_ENVELOPE_DECODER = json.JSONDecoder(
+    parse_constant=_no_constant, parse_float=_finite_float, parse_int=_finite_int
+)
+"""`json.loads` with these hooks, made once (`loads` makes a decoder per call)."""
+
+
 def json_object(content: str) -> dict[str, Any] | None:
     """The JSON object `content` holds, or None: the one envelope parser of the library.
 
@@ -229,12 +235,7 @@ def json_object(content: str) -> dict[str, Any] | None:
     if not (text.startswith("{") and text.endswith("}")) or json_text_too_deep(text):
         return None
     try:
-        value = json.loads(
-            text,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-            parse_int=_finite_int,
-        )
+        value = _ENVELOPE_DECODER.decode(text)
     except ValueError:
         return None
     if not isinstance(value, dict):

@@ -148,13 +148,16 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
         data = data[len(_BOM) :]
     start = _NON_SPACE.search(data)
     first = data[start.start() : start.start() + 1] if start else b""
-    elements = array_spans(data) if first == b"[" else None
-    if elements is not None:
-        try:
-            chosen = format or _detect_lines(data, elements)
-            return _priced(chosen, "array", data, elements, None, None, bom)
-        except FormatError:
-            pass  # the whole-document parse below names the problem as it always has
+    # an array of one record a line is split at its lines; anything else (or a record the
+    # line split cut) is scanned element by element, and read whole when that fails too
+    for find_spans in (_line_elements, array_spans) if first == b"[" else ():
+        elements = find_spans(data)
+        if elements is not None:
+            try:
+                chosen = format or _detect_lines(data, elements)
+                return _priced(chosen, "array", data, elements, None, None, bom)
+            except FormatError:
+                pass  # the whole-document parse below names the problem as it always has
     document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
     if isinstance(document, list) or (isinstance(document, dict) and "messages" in document):
         records = document.get("messages") if isinstance(document, dict) else document
@@ -223,6 +226,48 @@ def array_spans(data: bytes) -> array[int] | None:
     except (ValueError, RecursionError):
         return None
     return spans
+
+
+_OPENING_LINE = re.compile(rb"[ \t\r\n]*\[[ \t\r]*\n")
+_SPACE = frozenset(b" \t\r")
+
+
+def _line_elements(data: bytes) -> array[int] | None:
+    """A JSON array written one element a line (`[`, each element and its comma, `]`, each
+    on its own line) as the elements' (start, end) byte offsets, found without parsing;
+    None for any other text. What the lines hold is checked when each is parsed: a line
+    that is not one JSON value makes the caller fall back to `array_spans`."""
+    opening = _OPENING_LINE.match(data)
+    if opening is None:
+        return None
+    spans: array[int] = array("q")
+    start, size, find, space = opening.end(), len(data), data.find, _SPACE
+    more = True  # the last element had its comma
+    while start < size:
+        end = find(b"\n", start)
+        end = size if end < 0 else end
+        a, b = start, end
+        while a < b and data[a] in space:
+            a += 1
+        while b > a and data[b - 1] in space:
+            b -= 1
+        start = end + 1
+        if a == b:
+            continue
+        if b - a == 1 and data[a] == 0x5D:  # `]`
+            if more or _NON_SPACE.search(data, start) is not None:
+                return None
+            return spans if spans else None
+        if not more:
+            return None
+        more = data[b - 1] == 0x2C  # `,`
+        if more:
+            b -= 1
+            while b > a and data[b - 1] in space:
+                b -= 1
+        spans.append(a)
+        spans.append(b)
+    return None
 
 
 def _is_body(data: bytes) -> bool:

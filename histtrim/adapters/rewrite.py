@@ -7,6 +7,7 @@ and row costs: no row is made."""
 from __future__ import annotations
 
 import json
+from array import array
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -132,11 +133,19 @@ def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: ran
     memory stays near the file's size."""
     data, spans = hf.data, hf.spans
     separator = data[spans[1] : spans[2]] if len(spans) >= 4 else b",\n"
-    pieces = [hf.record_bytes(i) for i in head]
+    pieces: list[bytes | memoryview] = [hf.record_bytes(i) for i in head]
     if crumb is not None:
         pieces.append(_like_records(hf, crumb))
-    pieces.extend(hf.record_bytes(i) for i in tail)
-    return data[: spans[0]] + separator.join(pieces) + data[spans[-1] :]
+    if tail and all(data[spans[2 * i - 1] : spans[2 * i]] == separator for i in tail[1:]):
+        # the tail as the one slice of the input it is (no copy of each record)
+        pieces.append(memoryview(data)[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]])
+    else:
+        pieces.extend(hf.record_bytes(i) for i in tail)
+    parts: list[bytes | memoryview] = [data[: spans[0]]]
+    for k, piece in enumerate(pieces):
+        parts += (separator, piece) if k else (piece,)
+    parts.append(data[spans[-1] :])
+    return b"".join(parts)
 
 
 def _like_records(hf: HistoryFile, record: dict[str, Any]) -> bytes:
@@ -155,15 +164,16 @@ def _like_records(hf: HistoryFile, record: dict[str, Any]) -> bytes:
 
 def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
     data, spans = hf.data, hf.spans
+    view = memoryview(data)  # the kept lines are joined once, never copied on the way
     newline = line_ending(data)
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
     if head:
-        parts.append(data[: spans[2 * head[-1] + 1]] + b"\n")
+        parts += (view[: spans[2 * head[-1] + 1]], b"\n")
     if crumb is not None:
         parts.append(json.dumps(crumb, ensure_ascii=False).encode("utf-8") + newline)
     if tail:
-        end = data[spans[2 * tail[-1] + 1] :]
-        parts.append(data[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]] + (end or newline))
+        end = view[spans[2 * tail[-1] + 1] :]
+        parts += (view[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]], end if end else newline)
     return b"".join(parts)
 
 
@@ -181,7 +191,7 @@ def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
     bounds = [0, *(index.turn_start(k) for k in range(turns)), len(hf)]
     if turns == 0:
         bounds = [0, len(hf)]
-    sums = list(accumulate(hf.costs, initial=0))
+    sums = array("q", accumulate(hf.costs, initial=0))  # 8 bytes a row
     stats: list[TurnStats] = []
     cumulative = sums[index.body_start] if turns else sums[-1]
     rows: list[TurnStats] = []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import islice
 
 from histtrim.adapters.rewrite import turn_table
@@ -46,25 +46,25 @@ def turn_table_lines(
                 yield (label, line, stat.messages, stat.tokens, other.tokens, stat.images,
                        stat.cumulative, other.cumulative)
 
-    # the columns hold numbers >= 0: the widest cell of each is its largest number
+    # the columns hold numbers >= 0: the widest cell of each is its largest number, found
+    # one column at a time without keeping its cells
     shown = [k for k, stat in enumerate(stats) if stat.turn or stat.messages]
-    columns: list[list[int]] = [
-        [stats[k].turn for k in shown],
-        [lines[stats[k].first_row] if lines is not None and stats[k].messages
-         else stats[k].first_row for k in shown],
-        [stats[k].messages for k in shown],
-        [stats[k].tokens for k in shown],
-        [stats[k].images for k in shown],
-        [stats[k].cumulative for k in shown],
+
+    def line_of(k: int) -> int:
+        stat = stats[k]
+        return lines[stat.first_row] if lines is not None and stat.messages else stat.first_row
+
+    cells: list[Callable[[int], int]] = [
+        lambda k: stats[k].turn, line_of, lambda k: stats[k].messages,
+        lambda k: stats[k].tokens, lambda k: stats[k].images, lambda k: stats[k].cumulative,
     ]
     if by_counter is not None:
-        columns.insert(4, [by_counter[k].tokens for k in shown])
-        columns.append([by_counter[k].cumulative for k in shown])
-    widths = [max([len(name), *(len(str(max(c))) for c in [column] if c)])
-              for name, column in zip(header, columns, strict=True)]
+        cells.insert(4, lambda k: by_counter[k].tokens)
+        cells.append(lambda k: by_counter[k].cumulative)
+    widths = [max(len(name), len(str(max(map(cell, shown)))) if shown else 0)
+              for name, cell in zip(header, cells, strict=True)]
     if shown and stats[shown[0]].turn == 0:
         widths[0] = max(widths[0], len("prefix"))
-    del columns
     template = "  ".join(f"%{width}s" for width in widths)
     yield template % header
     for row in rows():

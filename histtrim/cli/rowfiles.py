@@ -121,7 +121,7 @@ def row_lines(hf: HistoryFile, rows: Iterable[int]) -> dict[int, int]:
     for r in wanted:
         if r < hf.system_rows:
             lines[r] = 1
-    if hf.layout == "jsonl":
+    if hf.layout == "jsonl" or (hf.layout == "array" and hf.spans):
         data, spans, line, last = hf.data, hf.spans, 1, 0
         for record in records:
             offset = spans[2 * record]
