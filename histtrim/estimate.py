@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
 from histtrim.carriers import (
-    MarkedText,
+    image_markers,
     image_target,
+    marker_image,
     parse_tool_result,
     split_carrier_attachments,
-    split_image_markers,
 )
 from histtrim.messages import (
     BYTES_PER_TOKEN,  # EST-1's constants live with the
@@ -54,39 +54,52 @@ def plain_cost(message: ChatMessage, *, policy: Policy = SPEC) -> int:
     return -(-message.facts.utf8_bytes // policy.bytes_per_token) + policy.frame_tokens
 
 
-def _images_split(message: ChatMessage, *, current_turn: bool) -> MarkedText | None:
-    """The text priced as text and the dispatched images of a row that carries images
-    here (EST-2..3); None for a row priced by its bytes. The row facts say which can."""
+def _image_sizes(message: ChatMessage, *, current_turn: bool) -> tuple[int, int] | None:
+    """The UTF-8 bytes priced as text and the images dispatched, for a row that carries
+    images here (EST-2..3); None for a row priced by its bytes. The row facts say which can."""
     facts = message.facts
     if facts.image_markers:
-        return split_image_markers(message.content)
+        return _marker_sizes(message.content)
     if not (current_turn and facts.declares_attachments):
         return None
     if message.role == "user":
-        return split_carrier_attachments(message.content)
+        split = split_carrier_attachments(message.content)
+        return None if split is None else (utf8_len(split.text), len(split.images))
     result = parse_tool_result(message)
     if result is None or result.attachments is None:
         return None
     targets = (image_target(a.target) for a in result.attachments if a.kind == "image")
-    return MarkedText(result.content, tuple(t for t in targets if t is not None))
+    return utf8_len(result.content), sum(t is not None for t in targets)
+
+
+def _marker_sizes(content: str) -> tuple[int, int]:
+    """`split_image_markers`'s text size and image count, counted as the markers are found:
+    a text of nothing but markers costs no memory beyond itself."""
+    size, images = utf8_len(content), 0
+    for marker in image_markers(content):
+        if marker_image(marker.payload) is not None:
+            size -= utf8_len(content[marker.start : marker.end])
+            images += 1
+    return size, images
 
 
 def message_cost(message: ChatMessage, *, current_turn: bool, policy: Policy = SPEC) -> int:
     """One row's estimate; `current_turn` is whether it follows the last real user row."""
-    split = _images_split(message, current_turn=current_turn)
-    if split is None:
+    sizes = _image_sizes(message, current_turn=current_turn)
+    if sizes is None:
         return plain_cost(message, policy=policy)
+    text_bytes, images = sizes
     return (
-        text_tokens(split.text, policy=policy)
-        + policy.image_tokens * len(split.images)
+        -(-text_bytes // policy.bytes_per_token)
+        + policy.image_tokens * images
         + policy.frame_tokens
     )
 
 
 def dispatched_images(message: ChatMessage, *, current_turn: bool) -> int:
     """How many images `message_cost` prices in this row (its image part: this * IMAGE_TOKENS)."""
-    split = _images_split(message, current_turn=current_turn)
-    return 0 if split is None else len(split.images)
+    sizes = _image_sizes(message, current_turn=current_turn)
+    return 0 if sizes is None else sizes[1]
 
 
 def estimate_image_tokens(

@@ -86,7 +86,7 @@ def _openai(record: Mapping[str, Any]) -> tuple[str, str, Link]:
     if keys == _PLAIN and type(content) is str and not content.startswith("{"):
         if role == "assistant":
             return role, content, text_link(role, content)
-        if role == "system" or (role == "user" and "[IMAGE:" not in content):
+        if role == "system" or role == "user":  # markers included: the adapter's text
             return role, content, None
     elif keys == _TOOL and role == "tool" and type(content) is str:
         call_id = record["tool_call_id"]
