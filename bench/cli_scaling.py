@@ -227,6 +227,16 @@ def verdict(row: dict[str, Any]) -> str:
     return "met" if ok else "MISSED"
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -235,8 +245,7 @@ def main() -> None:
     parser.add_argument("--case", action="append", choices=[f"{f}-{lay}" for f, lay in CASES],
                         help="only this format-layout (repeatable; default: every case)")
     parser.add_argument("--write-csv", action="store_true",
-                        help=f"write {RESULTS.relative_to(Path.cwd()) if False else RESULTS.name}"
-                             " and its .meta.json under bench/results")
+                        help=f"write {RESULTS.name} and its .meta.json under bench/results")
     parser.add_argument("--task", choices=list(TASKS), help=argparse.SUPPRESS)
     parser.add_argument("args", nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -271,7 +280,8 @@ def main() -> None:
         meta = {
             "command": "python bench/cli_scaling.py " + " ".join(sys.argv[1:]),
             "date": datetime.date.today().isoformat(),
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+            "machine": f"{cpu_model()} x{os.cpu_count()} ({platform.system()} "
+                       f"{platform.machine()}), shared with other jobs",
             "python": platform.python_version(),
             "load_average": [round(x, 1) for x in os.getloadavg()],
         }
