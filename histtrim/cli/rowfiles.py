@@ -6,7 +6,9 @@ strict reader refuses or keeps as written) goes to `sessions.read_session`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
 
 from histtrim.adapters.formats import HistoryFile, read_history, sniff_format
 from histtrim.adapters.records import Format, FormatError
@@ -112,25 +114,51 @@ def record_lines(data: bytes, records: Iterable[int]) -> dict[int, int]:
     return dict(zip(wanted, line_numbers(text, [offsets[r] for r in wanted]), strict=True))
 
 
-def row_lines(hf: HistoryFile, rows: Iterable[int]) -> dict[int, int]:
+class RowLines(Mapping[int, int]):
+    """Row -> the line it starts on, for rows added in increasing order: two integer arrays
+    (16 bytes a row), not a dict of a million integer objects."""
+
+    def __init__(self) -> None:
+        self.rows: array[int] = array("q")
+        self.lines: array[int] = array("q")
+
+    def add(self, row: int, line: int) -> None:
+        self.rows.append(row)
+        self.lines.append(line)
+
+    def __getitem__(self, row: int) -> int:
+        k = bisect_left(self.rows, row)
+        if k < len(self.rows) and self.rows[k] == row:
+            return self.lines[k]
+        raise KeyError(row)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def row_lines(hf: HistoryFile, rows: Iterable[int]) -> RowLines:
     """The line each of `rows` (row indexes, increasing) starts on; an Anthropic body's
     `system` row is on the body's first line."""
     wanted = list(rows)
-    lines: dict[int, int] = {}
+    lines = RowLines()
     records = [r - hf.system_rows for r in wanted if r >= hf.system_rows]
     for r in wanted:
         if r < hf.system_rows:
-            lines[r] = 1
+            lines.add(r, 1)
     if hf.layout == "jsonl" or (hf.layout == "array" and hf.spans):
         data, spans, line, last = hf.data, hf.spans, 1, 0
         for record in records:
             offset = spans[2 * record]
             line += data.count(b"\n", last, offset)
             last = offset
-            lines[record + hf.system_rows] = line
+            lines.add(record + hf.system_rows, line)
         return lines
     found = record_lines(hf.data, records)
-    lines.update({record + hf.system_rows: line for record, line in found.items()})
+    for record, line in sorted(found.items()):
+        lines.add(record + hf.system_rows, line)
     return lines
 
 
