@@ -27,16 +27,21 @@ MARKER_OPEN, MARKER_CLOSE = "[IMAGE:", "]"
 ATTACHMENTS_HEADER = re.compile(r"\[Tool attachments: (\d+)\]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
-_TARGET_SPACE = " \t\r\n"
-"""Only ASCII space, tab, CR and LF are trimmed around a target (as the reference does)."""
+_TARGET_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""The whitespace the reference trims around a target and after a line break: Rust's
+`char::is_whitespace` (Unicode White_Space), not Python's `str.isspace`, which also counts
+U+001C..U+001F."""
 _UNC_SEPARATOR = re.compile(r"[\\/]")
-_WRAPPED = re.compile(r"[\n\r][ \t\r\n]*")
+_WRAPPED = re.compile(f"[\n\r][{re.escape(_TARGET_SPACE)}]*")
 
 
 def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
-    After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
+    After trimming whitespace (`_TARGET_SPACE`) it starts with `/`, `http://`, `https://`, `data:`, a
     drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that does not
     start with `?` or `.` and that splits at its first ``\`` or `/` into a non-empty server
     and a non-empty share (everything after that separator)."""
