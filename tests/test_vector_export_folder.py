@@ -36,7 +36,7 @@ def test_a_port_folder_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
     (tmp_path / "package.json").write_text('{"name": "my-port"}')
     (tmp_path / "README.md").write_text("# my port\n")
     before = snapshot(tmp_path)
-    with pytest.raises(NotOurs, match=r"README.md, package.json"):
+    with pytest.raises(NotOurs, match=r"README\.md, package\.json"):
         write(tmp_path, export_files("TURN"))
     assert snapshot(tmp_path) == before
 
@@ -51,7 +51,7 @@ def test_an_earlier_export_is_replaced_and_its_stale_groups_go(tmp_path: Path) -
 def test_a_symlink_or_subfolder_is_not_taken_for_an_export(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "TURN.json").symlink_to(tmp_path / "elsewhere.json")
-    with pytest.raises(NotOurs, match="TURN.json, sub"):
+    with pytest.raises(NotOurs, match=r"TURN\.json, sub"):
         write(tmp_path, export_files("TURN"))
 
 
