@@ -42,9 +42,9 @@ def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
     After trimming whitespace (`_TARGET_SPACE`) it starts with `/`, `http://`, `https://`,
-    `data:`, a drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that does not
-    start with `?` or `.` and that splits at its first ``\`` or `/` into a non-empty server
-    and a non-empty share (everything after that separator)."""
+    `data:`, a drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that
+    does not start with `?` or `.` and that splits at its first ``\`` or `/` into a
+    non-empty server and a non-empty share (everything after that separator)."""
     target = target.strip(_TARGET_SPACE)
     if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
         return True
