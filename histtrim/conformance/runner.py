@@ -328,7 +328,8 @@ class Implementation:
                                       "restarted)", tail)
                     continue
                 if kind == "answer":
-                    if state.take_answer(*payload, process):
+                    answer, quoted = payload
+                    if state.take_answer(answer, quoted, process):
                         self.answered = True
                     continue
                 if kind == "malformed":
