@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from histtrim.conformance.codec import canonical
 from histtrim.conformance.runner import MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
 from histtrim.conformance.schema import (
     BREADCRUMB_TEXT,
@@ -105,7 +104,7 @@ PROTOCOL = [
     "  rows or items with `kind`: `assistant_tool_calls` (`text`, `tool_calls`: `{id, name,",
     "  arguments}`, arguments as JSON text) or `tool_results` (`results`: `{tool_call_id,",
     "  content, tool_name?, attachments?}`, an attachment `{kind, target}`; a result without",
-    "  `attachments` declared none).",
+    "  `attachments` declared none; an answer carries `tool_name` only when it is a string).",
     "- Leading system rows are the system rows before any other row (TURN-5). A turn starts",
     "  at a real user row: a `user` row whose content does not begin with `[Tool results]`",
     "  (TURN-2, TURN-3). Rows after the leading system rows (and the breadcrumb) but before",
@@ -133,8 +132,10 @@ def _function_reference() -> list[str]:
     lines = [
         "## Functions",
         "",
-        "Every vector carries every argument its function takes; a JSON Schema per function",
-        "for `arguments` and `result` is in `vectors.schema.json` (`$defs/functions`).",
+        "A request carries exactly the arguments its function takes, as every vector does:",
+        "none has a default, and a request missing one, or holding one the function does not",
+        "take, is answered `invalid_input`. A JSON Schema per function for `arguments` and",
+        "`result` is in `vectors.schema.json` (`$defs/functions`).",
         "",
         "| function | history | arguments | result |",
         "|---|---|---|---|",
@@ -149,10 +150,8 @@ def _function_reference() -> list[str]:
             optional = [f for f in properties if f not in spec[part]["required"]]
             for field, schema in properties.items():
                 note = " (optional)" if field in optional else ""
-                default = spec["defaults"].get(field, ...) if part == "arguments" else ...
-                shown = "" if default is ... else f" Default: `{canonical(default)}`."
                 lines.append(f"- {part[:-1] if part == 'arguments' else 'result'} "
-                             f"`{field}`{note}: {schema['description']}{shown}")
+                             f"`{field}`{note}: {schema['description']}")
         lines.append("")
     return lines
 
