@@ -27,13 +27,14 @@ MARKER_OPEN, MARKER_CLOSE = "[IMAGE:", "]"
 ATTACHMENTS_HEADER = re.compile(r"\[Tool attachments: (\d+)\]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
-_TARGET_SPACE = (
+RUST_WHITESPACE = (
     "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
     "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 )
-"""The whitespace the reference trims around a target and after a line break: Rust's
-`char::is_whitespace` (Unicode White_Space), not Python's `str.isspace`, which also counts
-U+001C..U+001F."""
+"""Unicode White_Space: what the reference's `str::trim` removes (Rust's
+`char::is_whitespace`), around an image target, after a target's line break and around a
+stripped call's text. Python's `str.isspace` also counts U+001C..U+001F: never use it here."""
+_TARGET_SPACE = RUST_WHITESPACE
 _UNC_SEPARATOR = re.compile(r"[\\/]")
 _WRAPPED = re.compile(f"[\n\r][{re.escape(_TARGET_SPACE)}]*")
 
