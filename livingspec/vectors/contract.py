@@ -36,6 +36,7 @@ def contract() -> list[str]:
         f"- A row priced as text costs `ceil(bytes of content / {SPEC.bytes_per_token})"
         f" + {SPEC.frame_tokens}` (an empty row",
         f"  costs {SPEC.frame_tokens}); a history costs the sum of its rows.",
+        f"- A dispatched image costs a fixed {image:,} tokens, whatever its size.",
         "- An image marker runs from `[IMAGE:` to the first `]` after it (its target may hold",
         "  `[`); the next marker is looked for after that `]`, and an opener with no `]` after",
         "  it is text. A marker whose target is loadable (below) is an image.",
