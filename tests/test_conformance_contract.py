@@ -71,3 +71,26 @@ def test_the_readme_gives_no_argument_a_default() -> None:
 ])
 def test_the_readme_states_the_rules_the_vectors_rely_on(rule: str) -> None:
     assert rule in README
+
+
+def test_the_readme_lists_the_vectors_each_deliberate_difference_decides() -> None:
+    """Each decision's worked example is among the vectors listed under it."""
+    section = README.split("## Where histtrim differs from the reference runtime")[1]
+    section = section.split("\n## ")[0]
+    blocks = dict(
+        (block.split('"')[0], block) for block in section.split('- Decision "')[1:]
+    )
+    assert "`sweep_orphans-680a009a011f`" in blocks["The orphan-sweep pairing"]
+    assert "`message_costs-a249048ef143`" in blocks["Declared attachments of tool results"]
+    assert "`trim_to_recent_turns-2c68db83050a`" in blocks["The breadcrumb owner flag"]
+    assert "`cap_tool_result-" in blocks["The tool-result cap"]
+
+
+def test_the_reference_cap_model_matches_the_decision_example() -> None:
+    """The decision's table: 50,001 characters with the default cap come back as 50,036 in
+    the reference (33,333 head, 16,667 tail, the marker for 1 character)."""
+    from livingspec.vectors.deviations import _reference_cap
+
+    capped = _reference_cap("a" * 50_001)
+    assert len(capped) == 50_036
+    assert capped[33_333:33_369] == "\n\n[... 1 characters truncated ...]\n\n"

@@ -15,6 +15,7 @@ from histtrim.conformance.schema import (
     OPTIONAL_RESULT_FIELDS,
 )
 from livingspec.vectors.contract import contract
+from livingspec.vectors.deviations import deviation_lines, deviations
 
 if TYPE_CHECKING:
     from livingspec.vectors.vectorset import VectorSet
@@ -188,6 +189,7 @@ def readme(found: VectorSet) -> str:
         *PROTOCOL,
         *_function_reference(),
         *contract(),
+        *deviation_lines(deviations(found.vectors)),
         "## Where the vectors come from",
         "",
         "- `notebook:`: every call a chapter of the living spec makes to a library function,",
