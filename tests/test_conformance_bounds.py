@@ -106,3 +106,11 @@ def test_a_long_field_is_shown_around_its_first_difference() -> None:
     [line] = outcome.differences
     assert "aX" in line and "aY" in line and len(line) < 2 * SHOWN_CHARS + 200
     assert "from character" in line and "more characters" in line
+
+
+def test_an_unexpected_result_is_shown_in_bounded_lines() -> None:
+    """A result where an error was expected is shown as a diff whose lines are bounded."""
+    answer = {"id": f"{TRIM}-000000000001", "result": {"history": ["z" * 100_000]}}
+    outcome = judge(vector({"error": {"kind": "invalid_input"}}), answer)
+    assert outcome.status == "failed" and outcome.differences
+    assert max(map(len, outcome.differences)) <= SHOWN_CHARS

@@ -36,6 +36,11 @@ costs a bounded multiple of what a correct answer costs."""
 ANSWER_SLACK_BYTES = 1024 * 1024
 DIFF_LINES = 40
 """Lines of differences a failing vector keeps for its report."""
+DIFF_WIDTH = 2000
+"""Characters of one unified-diff line kept."""
+EVENTS_QUEUED = 4
+"""Parsed lines waiting for the main thread: with the line bound, what a flood of output
+can hold in memory at once."""
 MAX_ANSWER_DEPTH = 64
 """Arrays and objects nested deeper than this are not an answer (no expected result is)."""
 STDERR_KEPT = 4096
@@ -166,7 +171,8 @@ def unified(expected: Any, actual: Any, max_lines: int = DIFF_LINES) -> list[str
         _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
     if len(lines) > max_lines:
         lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
-    return lines
+    return [line if len(line) <= DIFF_WIDTH else line[: DIFF_WIDTH - 3] + "..."
+            for line in lines]
 
 
 def _pretty(value: Any) -> list[str]:
@@ -194,7 +200,7 @@ class _Process:
         except OSError as error:
             reason = error.strerror or type(error).__name__
             raise CannotStart(f"cannot start {command[0]!r}: {reason}") from None
-        self.events: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=64)
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=EVENTS_QUEUED)
         self.stopped = threading.Event()
         self.answers = 0
         self._stderr = bytearray()
