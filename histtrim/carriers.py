@@ -27,19 +27,25 @@ MARKER_OPEN, MARKER_CLOSE = "[IMAGE:", "]"
 ATTACHMENTS_HEADER = re.compile(r"\[Tool attachments: (\d+)\]")
 _DRIVE_PATH = re.compile(r"[A-Za-z]:[\\/]")
 _LOADABLE_PREFIXES = ("/", "http://", "https://", "data:")
-_TARGET_SPACE = " \t\r\n"
-"""Only ASCII space, tab, CR and LF are trimmed around a target (as the reference does)."""
+RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"
+    "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Unicode White_Space: what the reference's `str::trim` removes (Rust's
+`char::is_whitespace`), around an image target, after a target's line break and around a
+stripped call's text. Python's `str.isspace` also counts U+001C..U+001F: never use it here."""
+_TARGET_SPACE = RUST_WHITESPACE
 _UNC_SEPARATOR = re.compile(r"[\\/]")
-_WRAPPED = re.compile(r"[\n\r][ \t\r\n]*")
+_WRAPPED = re.compile(f"[\n\r][{re.escape(_TARGET_SPACE)}]*")
 
 
 def is_loadable_target(target: str) -> bool:
     r"""A target the runtime can load and dispatch as an image (EST-2).
 
-    After trimming ASCII whitespace it starts with `/`, `http://`, `https://`, `data:`, a
-    drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that does not
-    start with `?` or `.` and that splits at its first ``\`` or `/` into a non-empty server
-    and a non-empty share (everything after that separator)."""
+    After trimming whitespace (`_TARGET_SPACE`) it starts with `/`, `http://`, `https://`,
+    `data:`, a drive (``C:\``, ``C:/``), or is a UNC path: two backslashes, then a rest that
+    does not start with `?` or `.` and that splits at its first ``\`` or `/` into a
+    non-empty server and a non-empty share (everything after that separator)."""
     target = target.strip(_TARGET_SPACE)
     if target.startswith(_LOADABLE_PREFIXES) or _DRIVE_PATH.match(target) is not None:
         return True

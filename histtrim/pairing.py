@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, overload
 
-from histtrim.carriers import json_object, tool_call_ids, tool_result_call_id
+from histtrim.carriers import RUST_WHITESPACE, json_object, tool_call_ids, tool_result_call_id
 from histtrim.messages import (
     AssistantToolCalls,
     ChatMessage,
@@ -70,14 +70,6 @@ def _answers(item: object) -> list[str | None] | None:
     if isinstance(item, ChatMessage) and item.role == "tool":
         return [tool_result_call_id(item)]
     return None
-
-
-_RUST_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-"""Unicode White_Space, what the reference's `str::trim` removes (Python's `str.strip()`
-also removes U+001C..U+001F)."""
 
 
 def _call_id(call: object) -> str | None:
@@ -189,7 +181,7 @@ def _keep_calls(unit: _Unit, keep: Sequence[bool], removed: list[OrphanRemoval])
             unit.set_item(ChatMessage.assistant(content))
             return True
         text = body.get("content")
-    salvaged = text.strip(_RUST_WHITESPACE) if isinstance(text, str) else ""
+    salvaged = text.strip(RUST_WHITESPACE) if isinstance(text, str) else ""
     if not salvaged:
         return False
     unit.set_item(ChatMessage.assistant(salvaged))

@@ -27,6 +27,17 @@ def timeout_seconds(text: str) -> float:
     return value
 
 
+def answer_bytes(text: str) -> int:
+    """A line length in bytes, 1 to 2**40: a line buffer must fit the platform."""
+    from histtrim.conformance.runner import ANSWER_BYTES_CEILING
+
+    value = _whole_number(text, 1)
+    if value > ANSWER_BYTES_CEILING:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 1 to {ANSWER_BYTES_CEILING}, got {text[:40]!r}")
+    return value
+
+
 MAX_WHOLE = 2**64 - 1
 """The largest count an option takes: the config's own bound (a u64, as in the reference)."""
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from histtrim.cli.argtypes import positive, timeout_seconds
+from histtrim.cli.argtypes import answer_bytes, positive, timeout_seconds
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.conformance.runner import MAX_ANSWER_BYTES
 
@@ -90,9 +90,10 @@ def register(commands: argparse._SubParsersAction[Any]) -> None:
     run.add_argument("--window", type=positive, default=4,
                      help="requests outstanding at once (default 4; 1 pins a crash on its "
                      "vector even for an implementation that answers out of order)")
-    run.add_argument("--max-answer-bytes", type=positive, default=MAX_ANSWER_BYTES,
+    run.add_argument("--max-answer-bytes", type=answer_bytes, default=MAX_ANSWER_BYTES,
                      help=f"the longest answer line read (default {MAX_ANSWER_BYTES}); a "
-                     "longer one fails its vector")
+                     "longer one, or one over 8 times the largest expected answer + 1 MiB, "
+                     "fails its vector")
     run.add_argument("--timeout", type=timeout_seconds, default=10.0,
                      help="seconds per vector (default 10)")
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- the implementation's command")

@@ -29,9 +29,18 @@ def row_json(item: BaseModel) -> JsonObject:
     if isinstance(item, ToolResults):
         return {
             "kind": "tool_results",
-            "results": [result.model_dump() for result in item.results],
+            "results": [_result_json(result) for result in item.results],
         }
     raise TypeError(f"not a history row: {type(item).__name__}")
+
+
+def _result_json(result: BaseModel) -> JsonObject:
+    """A tool result as protocol JSON: `tool_name` only when it names a tool (a result sent
+    without it, or with null, is answered without it)."""
+    dumped = result.model_dump()
+    if dumped.get("tool_name") is None:
+        dumped.pop("tool_name", None)
+    return dumped
 
 
 def rows_json(history: Iterable[BaseModel]) -> list[JsonObject]:

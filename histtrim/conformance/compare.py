@@ -70,10 +70,40 @@ def judge_result(function: str, expected: Any, actual: Any) -> bool:
     return same(required_part(function, expected, actual), actual)
 
 
+SHOWN_CHARS = 2000
+"""The most of one differing value a report line shows; a longer one is shown around its
+first difference."""
+
+
 def short(value: Any, width: int = 160) -> str:
     """One line of JSON, cut to `width` characters (the report escapes what cannot print)."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    text = _one_line(value)
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _one_line(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def shown_pair(expected: Any, actual: Any, width: int = SHOWN_CHARS) -> tuple[str, str]:
+    """Both sides of a difference as one line of JSON each: whole when they fit `width`,
+    else the stretch of `width` characters around their first differing character, so the
+    difference itself is always shown."""
+    left, right = _one_line(expected), _one_line(actual)
+    if len(left) <= width and len(right) <= width:
+        return left, right
+    first = next((i for i, (a, b) in enumerate(zip(left, right, strict=False)) if a != b),
+                 min(len(left), len(right)))
+    start = max(0, first - width // 4)
+
+    def cut(text: str) -> str:
+        piece = text[start : start + width]
+        before = f"...(from character {start}) " if start else ""
+        after = f" ...({len(text) - start - width} more characters)" \
+            if len(text) > start + width else ""
+        return before + piece + after
+
+    return cut(left), cut(right)
 
 
 def _positions(numbers: Sequence[int], shown: int = 8) -> str:
@@ -106,9 +136,10 @@ def _differences(path: str, expected: Any, actual: Any, key: str | None,
         for name in names:
             where = f"{path}.{name}"
             if name not in actual:
-                lines.append(f"{where}: missing (expected {short(expected[name], 80)})")
+                shown = short(expected[name], SHOWN_CHARS)
+                lines.append(f"{where}: missing (expected {shown})")
             elif name not in expected:
-                lines.append(f"{where}: not expected (got {short(actual[name], 80)})")
+                lines.append(f"{where}: not expected (got {short(actual[name], SHOWN_CHARS)})")
             else:
                 _differences(where, expected[name], actual[name], name, lines, depth + 1)
         return
@@ -119,8 +150,12 @@ def _differences(path: str, expected: Any, actual: Any, key: str | None,
         lines.append(f"{path}: {len(expected)} expected, {len(actual)} got; differ at "
                      f"position{'s' * (len(differ) != 1)} {_positions(differ)}")
         first = differ[0]
-        for side, values in (("expected", expected), ("got     ", actual)):
-            shown = short(values[first]) if first < len(values) else "(none)"
-            lines.append(f"  [{first}] {side} {shown}")
+        if first < len(expected) and first < len(actual):
+            left, right = shown_pair(expected[first], actual[first])
+        else:
+            left = short(expected[first]) if first < len(expected) else "(none)"
+            right = short(actual[first]) if first < len(actual) else "(none)"
+        lines += [f"  [{first}] expected {left}", f"  [{first}] got      {right}"]
         return
-    lines.append(f"{path}: expected {short(expected, 80)}, got {short(actual, 80)}")
+    left, right = shown_pair(expected, actual)
+    lines.append(f"{path}: expected {left}, got {right}")

@@ -18,14 +18,19 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _typed(name: str, function: Function) -> Function:
-    """`function` behind its arguments schema's JSON types: an argument of another type is
-    `invalid_input` naming it, before histtrim sees it (a boolean is not an integer)."""
+    """`function` behind its arguments schema: a request carries exactly the arguments it
+    lists, each of its JSON type; a missing, unknown or mistyped one is `invalid_input`
+    naming it, before histtrim sees it (a boolean is not an integer)."""
     properties: dict[str, Any] = SCHEMAS[name]["arguments"]["properties"]
 
     def call(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+        unknown = next((a for a in arguments if a not in properties), None)
+        if unknown is not None:
+            raise ProtocolError(INVALID_INPUT, f"arguments.{str(unknown)[:80]}: not an "
+                                f"argument of {name}")
         for argument, schema in properties.items():
             if argument not in arguments:
-                continue
+                raise ProtocolError(INVALID_INPUT, f"arguments.{argument}: missing")
             names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
             value = arguments[argument]
             kinds = tuple(k for n in names for k in _JSON_TYPES[n])

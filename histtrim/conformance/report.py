@@ -4,20 +4,18 @@ the stray output, and a JUnit XML file with one test case per vector."""
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree
 
 from histtrim.conformance.codec import atomic_write
-from histtrim.conformance.compare import differences
-from histtrim.conformance.runner import Outcome, RunResult, printable
+from histtrim.conformance.runner import DIFF_LINES, Outcome, RunResult, printable
 from histtrim.conformance.vectors import Vector, in_scope
 
+DETAIL_LINES = 12
+"""Lines of differences shown under a failing vector in the text report."""
 DETAILS_PER_GROUP = 3
 """Failing vectors shown with their differences per (function, rules) group; the others of
 the group are listed one per line."""
@@ -59,45 +57,24 @@ def tally(outcomes: Sequence[Outcome], rule_order: Sequence[str], scope: tuple[s
     return rows
 
 
-def _pretty(value: Any) -> list[str]:
-    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=True).splitlines()
-
-
-def _compared(outcome: Outcome) -> Any:
-    actual = outcome.actual
-    if isinstance(actual, dict):
-        actual = {k: v for k, v in actual.items() if k in ("result", "error")}
-        if isinstance(actual.get("error"), dict):
-            actual["error"] = {"kind": actual["error"].get("kind")}
-    return actual
-
-
-def diff(outcome: Outcome, max_lines: int = 40) -> str:
-    """Expected vs actual of one vector: for two results, the fields that differ (for a list
-    of rows, the positions that differ and the first differing row); otherwise a unified
-    diff. Cut at `max_lines`."""
-    expected, actual = outcome.vector.expected, _compared(outcome)
-    if isinstance(actual, dict) and "result" in expected and "result" in actual:
-        lines = differences(outcome.vector.function, expected["result"], actual["result"],
-                            max_lines)
-    else:
-        lines = list(difflib.unified_diff(
-            _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
-        if len(lines) > max_lines:
-            lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
+def diff(outcome: Outcome, max_lines: int = DIFF_LINES) -> str:
+    """Expected vs actual of one vector, as the run kept it: for two results, the fields
+    that differ (for a list of rows, the positions that differ and the first differing row);
+    otherwise a unified diff. Cut at `max_lines`."""
+    lines = list(outcome.differences)
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more lines)"]
     return "\n".join(lines)
 
 
 def _details(outcome: Outcome) -> list[str]:
-    """The lines under one failing vector: its differences, or the stderr tail."""
-    lines: list[str] = []
-    actual = _compared(outcome)
-    expected = outcome.vector.expected
-    if isinstance(actual, dict) and "result" in actual and "result" in expected:
-        lines = differences(outcome.vector.function, expected["result"], actual["result"])
+    """The lines under one failing vector: its differences (a result's fields), or the
+    stderr tail."""
+    shown = diff(outcome, DETAIL_LINES).splitlines() if outcome.reason == "result differs" else []
+    lines = list(shown)
     if outcome.stderr:
         lines += ["stderr (last lines):", *(f"  {line}" for line in outcome.stderr.splitlines())]
-    elif outcome.actual is None:
+    elif not outcome.differences:
         lines.append("stderr: (empty)")
     return lines
 
@@ -184,7 +161,7 @@ def junit(outcomes: Sequence[Outcome], path: Path) -> None:
                                    value=printable(o.vector.source))
             if o.status == "failed":
                 failure = ElementTree.SubElement(case, "failure", message=printable(o.reason))
-                text = diff(o) if o.actual is not None else "\n".join(_details(o))
+                text = diff(o) if o.differences else "\n".join(_details(o))
                 failure.text = printable(text)
             elif o.status == "not_implemented":
                 ElementTree.SubElement(case, "skipped", message="not implemented")

@@ -2,11 +2,14 @@
 every answer. Answers are matched to requests by `id`, so a stray line or an answer out of
 order shifts nothing; a crash, a time-out or a malformed answer fails one vector (with the
 tail of the implementation's stderr), never the rest of the run, and never hangs it. Every
-read is bounded: the answer line (`max_answer_bytes`), its nesting, the stderr kept."""
+read is bounded: the answer line (`max_answer_bytes`, and a small multiple of the largest
+expected answer), its nesting, the stderr kept; a line is parsed by the reader thread, so a
+time-out fires whatever it holds, and only the lines a failure's report shows are kept."""
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import queue
 import subprocess
@@ -17,13 +20,27 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from histtrim.conformance.compare import judge_result, nesting_depth
+from histtrim.conformance.compare import differences, judge_result, nesting_depth
 from histtrim.conformance.vectors import Vector
 
 Status = Literal["passed", "failed", "not_implemented"]
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The longest answer line read (the CLI's `--max-answer-bytes`); a longer one fails its vector."""
+ANSWER_BYTES_CEILING = 2**40
+"""The largest `max_answer_bytes` taken (1 TiB): a line buffer's size must fit the platform."""
+ANSWER_SLACK = 8
+"""An answer line may be this many times the largest expected answer of the run, plus
+`ANSWER_SLACK_BYTES` (free spacing, escapes): past it the line is refused unparsed, so parsing
+costs a bounded multiple of what a correct answer costs."""
+ANSWER_SLACK_BYTES = 1024 * 1024
+DIFF_LINES = 40
+"""Lines of differences a failing vector keeps for its report."""
+DIFF_WIDTH = 2000
+"""Characters of one unified-diff line kept."""
+EVENTS_QUEUED = 4
+"""Parsed lines waiting for the main thread: with the line bound, what a flood of output
+can hold in memory at once."""
 MAX_ANSWER_DEPTH = 64
 """Arrays and objects nested deeper than this are not an answer (no expected result is)."""
 STDERR_KEPT = 4096
@@ -37,11 +54,12 @@ STRAY_KEPT = 5
 class Outcome:
     vector: Vector
     status: Status
-    actual: Any
-    """The answer as received (or None), for the diff."""
     reason: str
     stderr: str = ""
     """The tail of the implementation's stderr, for a crash, a time-out or a malformed answer."""
+    differences: tuple[str, ...] = ()
+    """What differs from the expected answer (at most `DIFF_LINES` lines): all a report
+    needs, so the answer itself is not kept."""
 
 
 @dataclass
@@ -95,6 +113,15 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _line_event(line: bytes) -> tuple[str, Any]:
+    """An output line as the reader thread hands it over: ("answer", object) or
+    ("malformed", why), with a stray line's first bytes kept for the report."""
+    answer, problem = _parse_answer(line)
+    if answer is None:
+        return "malformed", problem
+    return "answer", (answer, printable(line[:200].decode("utf-8", "replace").rstrip("\n")))
+
+
 def _what(response: dict[str, Any]) -> str:
     """What an answer holds, for a failure's reason."""
     error = response.get("error")
@@ -106,24 +133,57 @@ def _what(response: dict[str, Any]) -> str:
 
 
 def judge(vector: Vector, response: Any) -> Outcome:
-    """Compare one answer (already matched to the vector by id) with its expected outcome."""
+    """Compare one answer (already matched to the vector by id) with its expected outcome;
+    a failure keeps the lines that show the difference, not the answer."""
     if not isinstance(response, dict):
-        return Outcome(vector, "failed", response, "malformed answer (not a JSON object)")
+        return Outcome(vector, "failed", "malformed answer (not a JSON object)")
     error = response.get("error")
     if isinstance(error, dict) and error.get("kind") == "not_implemented":
-        return Outcome(vector, "not_implemented", response, "not implemented")
+        return Outcome(vector, "not_implemented", "not implemented")
     expected = vector.expected
     if "error" in expected:
         kind = error.get("kind") if isinstance(error, dict) else None
         if kind == expected["error"]["kind"] and "result" not in response:
-            return Outcome(vector, "passed", response, "")
-        return Outcome(vector, "failed", response,
-                       f"expected error {expected['error']['kind']}, got {_what(response)}")
+            return Outcome(vector, "passed", "")
+        return Outcome(vector, "failed",
+                       f"expected error {expected['error']['kind']}, got {_what(response)}",
+                       differences=tuple(unified(vector.expected, _compared(response))))
     if "result" not in response:
-        return Outcome(vector, "failed", response, f"expected a result, got {_what(response)}")
+        return Outcome(vector, "failed", f"expected a result, got {_what(response)}",
+                       differences=tuple(unified(vector.expected, _compared(response))))
     if judge_result(vector.function, expected["result"], response["result"]):
-        return Outcome(vector, "passed", response, "")
-    return Outcome(vector, "failed", response, "result differs")
+        return Outcome(vector, "passed", "")
+    return Outcome(vector, "failed", "result differs", differences=tuple(differences(
+        vector.function, expected["result"], response["result"], DIFF_LINES)))
+
+
+def _compared(response: dict[str, Any]) -> dict[str, Any]:
+    """The parts of an answer that are compared: its result, its error's kind."""
+    shown = {k: v for k, v in response.items() if k in ("result", "error")}
+    if isinstance(shown.get("error"), dict):
+        shown["error"] = {"kind": shown["error"].get("kind")}
+    return shown
+
+
+def unified(expected: Any, actual: Any, max_lines: int = DIFF_LINES) -> list[str]:
+    """A unified diff of two JSON values, pretty-printed, cut at `max_lines`."""
+    lines = list(difflib.unified_diff(
+        _pretty(expected), _pretty(actual), "expected", "actual", lineterm="", n=2))
+    if len(lines) > max_lines:
+        lines = [*lines[:max_lines], f"... ({len(lines) - max_lines} more diff lines)"]
+    return [line if len(line) <= DIFF_WIDTH else line[: DIFF_WIDTH - 3] + "..."
+            for line in lines]
+
+
+def _pretty(value: Any) -> list[str]:
+    return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=True).splitlines()
+
+
+def answer_limit(vectors: Sequence[Vector], max_answer_bytes: int) -> int:
+    """The longest answer line a run reads: `max_answer_bytes`, or less when even a
+    generously spaced answer to the largest expected outcome is shorter."""
+    largest = max((len(json.dumps(v.expected, ensure_ascii=True)) for v in vectors), default=0)
+    return min(max_answer_bytes, ANSWER_SLACK * largest + ANSWER_SLACK_BYTES)
 
 
 class _Process:
@@ -140,7 +200,7 @@ class _Process:
         except OSError as error:
             reason = error.strerror or type(error).__name__
             raise CannotStart(f"cannot start {command[0]!r}: {reason}") from None
-        self.events: queue.Queue[tuple[str, bytes | int | None]] = queue.Queue(maxsize=64)
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=EVENTS_QUEUED)
         self.stopped = threading.Event()
         self.answers = 0
         self._stderr = bytearray()
@@ -151,7 +211,7 @@ class _Process:
         for thread in self._threads:
             thread.start()
 
-    def _put(self, event: tuple[str, bytes | int | None]) -> bool:
+    def _put(self, event: tuple[str, Any]) -> bool:
         while not self.stopped.is_set():
             with contextlib.suppress(queue.Full):
                 self.events.put(event, timeout=0.2)
@@ -169,7 +229,7 @@ class _Process:
                 if len(line) > limit and not line.endswith(b"\n"):
                     self._put(("too_long", len(line)))
                     return  # the process is restarted: the rest of the line is never read
-                if not self._put(("line", line)):
+                if line.strip() and not self._put(_line_event(line)):
                     return
         except (OSError, ValueError):
             pass
@@ -238,7 +298,10 @@ class Implementation:
         self.command = list(command)
         self.timeout = timeout
         self.window = max(1, window)
-        self.max_answer_bytes = max_answer_bytes
+        if not 1 <= max_answer_bytes <= ANSWER_BYTES_CEILING:
+            raise ValueError(f"max_answer_bytes: expected 1 to {ANSWER_BYTES_CEILING}, got "
+                             f"{max_answer_bytes}")
+        self.max_answer_bytes = self.limit = max_answer_bytes
         self.process: _Process | None = None
         self.silent_exits = 0
         """Starts that exited without answering anything, before any answer arrived."""
@@ -246,7 +309,7 @@ class Implementation:
 
     def _start(self) -> _Process:
         if self.process is None:
-            self.process = _Process(self.command, self.max_answer_bytes)
+            self.process = _Process(self.command, self.limit)
         return self.process
 
     def _stop(self, *, kill: bool = False) -> int | None:
@@ -256,6 +319,7 @@ class Implementation:
     def run(self, vectors: Sequence[Vector]) -> RunResult:
         """Every vector once; raises `CannotStart` when the command cannot run at all."""
         state = _Run(vectors)
+        self.limit = answer_limit(vectors, self.max_answer_bytes)
         try:
             while state.pending or state.outstanding:
                 process = self._start()
@@ -269,16 +333,20 @@ class Implementation:
                     state.fail_oldest(f"no answer within {self.timeout:g} s (the process was "
                                       "restarted)", tail)
                     continue
-                if kind == "line":
-                    assert isinstance(payload, bytes)
-                    if state.take_line(payload, process):
+                if kind == "answer":
+                    answer, quoted = payload
+                    if state.take_answer(answer, quoted, process):
                         self.answered = True
+                    continue
+                if kind == "malformed":
+                    state.fail_malformed(payload, process)
                     continue
                 if kind == "too_long":
                     tail = process.stderr_tail()
                     self._stop(kill=True)
-                    reason = (f"answer line longer than {self.max_answer_bytes} bytes "
-                              "(--max-answer-bytes; the process was restarted)")
+                    reason = (f"answer line longer than {self.limit} bytes (--max-answer-bytes, "
+                              f"or {ANSWER_SLACK} times the largest expected answer + 1 MiB; "
+                              "the process was restarted)")
                 else:
                     code = self._stop()
                     tail = process.stderr_tail()
@@ -333,17 +401,17 @@ class _Run:
         if vector is oldest:
             self.oldest_since = time.monotonic()  # the next one's clock starts now
 
-    def take_line(self, line: bytes, process: _Process) -> bool:
-        """One output line: an answer (True), a malformed line (the oldest fails), a late
-        answer or a stray line (counted and skipped)."""
-        if not line.strip():
-            return False
-        answer, problem = _parse_answer(line)
-        if answer is None:
+    def fail_malformed(self, problem: str, process: _Process) -> None:
+        """A line that is not an answer: the oldest outstanding vector fails."""
+        if self.outstanding:
             oldest = self._oldest()
-            self._finish(oldest, Outcome(oldest, "failed", None, problem,
-                                         process.stderr_tail()))
-            return False
+            self._finish(oldest, Outcome(oldest, "failed", problem, process.stderr_tail()))
+        else:
+            self.summary.stray_count += 1
+
+    def take_answer(self, answer: dict[str, Any], quoted: str, process: _Process) -> bool:
+        """One parsed answer: matched by id (True), or a late answer or a stray line
+        (counted and skipped)."""
         ident = answer.get("id")
         if isinstance(ident, str) and ident in self.outstanding:
             self.summary.reordered += ident != self._oldest().id
@@ -355,14 +423,13 @@ class _Run:
         else:
             self.summary.stray_count += 1
             if len(self.summary.stray) < STRAY_KEPT:
-                self.summary.stray.append(
-                    printable(line[:200].decode("utf-8", "replace").rstrip("\n")))
+                self.summary.stray.append(quoted)
         return False
 
     def fail_oldest(self, reason: str, tail: str) -> None:
         """The process is gone: fail the oldest outstanding vector, send the others again."""
         oldest = self._oldest()
-        self._finish(oldest, Outcome(oldest, "failed", None, reason, tail))
+        self._finish(oldest, Outcome(oldest, "failed", reason, tail))
         self.pending.extendleft(reversed(self.outstanding.values()))
         self.outstanding.clear()
 

@@ -13,9 +13,10 @@ BREADCRUMB_TEXT = "[earlier turns omitted to fit the context window]"
 
 ERROR_KINDS: dict[str, str] = {
     "invalid_input": "the request cannot be answered as given: a request line that is not a "
-    "JSON object, an argument of the wrong JSON type or missing, or a value the function "
-    "refuses (a negative budget, an unknown role, a crumb flag naming no user row); any "
-    "message, only the kind is compared",
+    "JSON object, an argument missing, of the wrong JSON type or not one the function takes "
+    "(a request carries exactly its function's arguments: none has a default), or a value "
+    "the function refuses (a negative budget, an unknown role, a crumb flag naming no user "
+    "row); any message, only the kind is compared",
     "not_implemented": "the implementation does not offer this function: reported apart, "
     "and under `--functions` the rules only such vectors check are \"not covered\"",
     "internal_error": "the implementation failed on a request it should have answered (an "
@@ -330,7 +331,10 @@ _CALL = {"type": "object", "required": ["id", "name", "arguments"],
                                       "description": "The call's arguments as JSON text."}}}
 _RESULT = {"type": "object", "required": ["tool_call_id", "content"],
            "properties": {"tool_call_id": {"type": "string"}, "content": {"type": "string"},
-                          "tool_name": {"type": ["string", "null"]},
+                          "tool_name": {"type": ["string", "null"], "description":
+                                        "The tool's name. An answer carries it only when it "
+                                        "is a string: a result sent without it, or with "
+                                        "null, is answered without it."},
                           "attachments": {"type": "array", "items": {
                               "type": "object", "required": ["kind", "target"]}}}}
 ROW_SCHEMA: dict[str, Any] = {

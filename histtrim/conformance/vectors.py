@@ -62,6 +62,11 @@ def _vector(path: Path, n: int, v: Any) -> Vector:
             and ("result" in v["expected"] or isinstance(v["expected"].get("error"), dict))):
         raise ValueError(f"{path}: vector {n}: expected an object with id, rules, function, "
                          "source, history, arguments and expected (see vectors.schema.json)")
+    expected = v["expected"]
+    if ("result" in expected) == ("error" in expected) or (
+            "error" in expected and not isinstance(expected["error"].get("kind"), str)):
+        raise ValueError(f"{path}: vector {n}: expected must hold either result or "
+                         'error {"kind": "..."} (see vectors.schema.json)')
     return Vector(v["id"], tuple(v["rules"]), v["function"], v["source"], v.get("history"),
                   v["arguments"], v["expected"])
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from histtrim.conformance.serve import serve
 from livingspec.vectors.broken import BROKEN, broken
-from livingspec.vectors.export import MissingRules, export
+from livingspec.vectors.export import MissingRules, NotOurs, export
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
             return serve(sys.stdin.buffer, sys.stdout.buffer)
     try:
         found = export(ROOT, args.folder)
-    except MissingRules as error:
+    except (MissingRules, NotOurs) as error:
         print(f"livingspec: error: {error}", file=sys.stderr)
         return 1
     groups = ", ".join(f"{g} {len(v)}" for g, v in found.by_group().items())

@@ -86,6 +86,10 @@ IMAGE_TARGETS = (
     "\\\\", "\\\\?\\C:\\x.png", "\\\\.\\pipe\\x", "\\\\server\\share\\x.png", "\\\\server\\",
     "\x1c/tmp/a.png", "ht\n  tp://x/a.png", " /tmp/a.png ", "\t/tmp/a.png\r\n", "C:x.png",
     "data:", "HTTP://x/a.png", "/", "[IMAGE:/tmp/nested.png",
+    # Unicode whitespace (Rust's char::is_whitespace) is trimmed and ends a line break's run;
+    # U+001C..U+001F (spaces to Python's str.isspace only) and U+200B are not whitespace.
+    "\u3000/", "\xa0/tmp/a.png\u2028", "\x85\u2003http://x/a.png\u205f", "ht\n\u3000tp://x/a.png",
+    "\x1f/tmp/a.png", "/tmp/a.png\x1d", "\u200b/tmp/a.png", "\ufeff/tmp/a.png", "\u3000",
 )
 
 CARRIER_TEXTS = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from histtrim.conformance.codec import canonical
-from histtrim.conformance.runner import MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
+from histtrim.conformance.compare import SHOWN_CHARS
+from histtrim.conformance.runner import ANSWER_SLACK, MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
 from histtrim.conformance.schema import (
     BREADCRUMB_TEXT,
     ERROR_KINDS,
@@ -14,6 +14,8 @@ from histtrim.conformance.schema import (
     JSON_TEXT_FIELDS,
     OPTIONAL_RESULT_FIELDS,
 )
+from livingspec.vectors.contract import contract
+from livingspec.vectors.deviations import deviation_lines, deviations
 
 if TYPE_CHECKING:
     from livingspec.vectors.vectorset import VectorSet
@@ -62,15 +64,18 @@ PROTOCOL = [
     "  oldest unanswered vector is the one failed); a line that is not a JSON object, not",
     f"  UTF-8, nested more than {MAX_ANSWER_DEPTH} levels or longer than `--max-answer-bytes` "
     f"({MAX_ANSWER_BYTES >> 20} MiB",
-    "  by default). A command that is not found, or exits twice before answering anything,",
-    "  stops the run at once with one line saying why.",
+    f"  by default) or than {ANSWER_SLACK} times the run's largest expected answer plus 1 MiB",
+    "  (such a line is not parsed). A command that is not found, or exits twice before",
+    "  answering anything, stops the run at once with one line saying why.",
     "- **Scope.** `--functions` runs only the vectors of the functions you offer; a rule",
     "  checked only by other functions is reported \"not covered\", not failed. `--rules`",
     "  selects vectors by the rules they check. The exit code is 0 only when every vector",
     "  run passes.",
     "- **The report** lists every failing vector, grouped by function and rules with",
     "  counts: for a result, the fields that differ first (for a list of rows, the positions",
-    "  that differ and the first differing row on both sides); for a crash, your stderr.",
+    "  that differ and the first differing row on both sides, each value whole up to",
+    f"  {SHOWN_CHARS:,} characters, else around its first difference); for a crash, your",
+    "  stderr.",
     "  `--junit FILE` writes one test case per vector, its rules and source as properties.",
     "",
     "Request and answer (one line each):",
@@ -105,7 +110,7 @@ PROTOCOL = [
     "  rows or items with `kind`: `assistant_tool_calls` (`text`, `tool_calls`: `{id, name,",
     "  arguments}`, arguments as JSON text) or `tool_results` (`results`: `{tool_call_id,",
     "  content, tool_name?, attachments?}`, an attachment `{kind, target}`; a result without",
-    "  `attachments` declared none).",
+    "  `attachments` declared none; an answer carries `tool_name` only when it is a string).",
     "- Leading system rows are the system rows before any other row (TURN-5). A turn starts",
     "  at a real user row: a `user` row whose content does not begin with `[Tool results]`",
     "  (TURN-2, TURN-3). Rows after the leading system rows (and the breadcrumb) but before",
@@ -133,8 +138,10 @@ def _function_reference() -> list[str]:
     lines = [
         "## Functions",
         "",
-        "Every vector carries every argument its function takes; a JSON Schema per function",
-        "for `arguments` and `result` is in `vectors.schema.json` (`$defs/functions`).",
+        "A request carries exactly the arguments its function takes, as every vector does:",
+        "none has a default, and a request missing one, or holding one the function does not",
+        "take, is answered `invalid_input`. A JSON Schema per function for `arguments` and",
+        "`result` is in `vectors.schema.json` (`$defs/functions`).",
         "",
         "| function | history | arguments | result |",
         "|---|---|---|---|",
@@ -149,10 +156,8 @@ def _function_reference() -> list[str]:
             optional = [f for f in properties if f not in spec[part]["required"]]
             for field, schema in properties.items():
                 note = " (optional)" if field in optional else ""
-                default = spec["defaults"].get(field, ...) if part == "arguments" else ...
-                shown = "" if default is ... else f" Default: `{canonical(default)}`."
                 lines.append(f"- {part[:-1] if part == 'arguments' else 'result'} "
-                             f"`{field}`{note}: {schema['description']}{shown}")
+                             f"`{field}`{note}: {schema['description']}")
         lines.append("")
     return lines
 
@@ -168,7 +173,8 @@ def readme(found: VectorSet) -> str:
         "Language-neutral test vectors for the history-management spec (`RULES.md`, 44 rules).",
         "An implementation proves it follows the spec by answering every vector exactly as the",
         "reference (histtrim) does. This folder is all an implementer needs: the protocol, the",
-        "comparison rules and every function's fields are below, and in `vectors.schema.json`.",
+        "comparison rules, every function's fields and every rule the vectors rely on where",
+        "RULES.md leaves a number open are below, and in `vectors.schema.json`.",
         "Generated by `python -m livingspec.vectors export` (`make vectors`); do not edit.",
         "",
         "## Files",
@@ -182,6 +188,8 @@ def readme(found: VectorSet) -> str:
         "",
         *PROTOCOL,
         *_function_reference(),
+        *contract(),
+        *deviation_lines(deviations(found.vectors)),
         "## Where the vectors come from",
         "",
         "- `notebook:`: every call a chapter of the living spec makes to a library function,",
