@@ -189,17 +189,17 @@ def test_explain_shows_control_characters_escaped(
 
 
 @pytest.mark.parametrize("url", FORGING)
-def test_integrations_refuse_an_image_url_a_marker_cannot_carry(url: str) -> None:
-    """Issue 20 item 6: the framework integrations write images through the same marker
-    writer, so a URL holding `][IMAGE:/b` is refused there too (it was priced as 21 images)."""
+def test_integrations_price_an_image_url_with_a_bracket_as_one_image(url: str) -> None:
+    """Issue 30 item 1: the integrations raised inside the model call for such a URL (and
+    every later run of the conversation failed); now it is one image, 1,600 tokens."""
     pydantic_ai = pytest.importorskip("pydantic_ai.messages")
     pytest.importorskip("agents")
     from histtrim.integrations import openai_agents
     from histtrim.integrations import pydantic_ai as histtrim_pydantic_ai
 
     prompt = pydantic_ai.UserPromptPart(content=[pydantic_ai.ImageUrl(url=url)])
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        histtrim_pydantic_ai.to_rows([pydantic_ai.ModelRequest(parts=[prompt])])
+    _, rows = histtrim_pydantic_ai.to_rows([pydantic_ai.ModelRequest(parts=[prompt])])
+    assert estimate_history_tokens(rows) == 1600 + 4
     item = {"role": "user", "content": [{"type": "input_image", "image_url": url}]}
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        openai_agents.to_rows([item])
+    _, rows = openai_agents.to_rows([item])
+    assert estimate_history_tokens(rows) == 1600 + 4
