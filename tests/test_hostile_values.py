@@ -12,10 +12,8 @@ from langchain_core.messages import HumanMessage
 
 from histtrim import ChatMessage, ToolCall, estimate_history_tokens
 from histtrim.adapters.anthropic import from_anthropic, to_anthropic
-from histtrim.adapters.anthropic_checks import AnthropicFormatError
 from histtrim.adapters.langchain import from_langchain
 from histtrim.adapters.openai import from_openai
-from histtrim.adapters.openai_checks import OpenAIFormatError
 from histtrim.carriers import (
     image_marker,
     image_markers,

@@ -6,6 +6,7 @@ LIMIT-1), pairing on every request (PAIR-1), TURN-6."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -243,10 +244,8 @@ def test_session_keeps_every_item_when_cancelled_while_saving() -> None:
 
     async def go() -> list[Any]:
         for n in range(3):
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await store.add_items(_turn(n))
-            except asyncio.CancelledError:
-                pass
         return await store.inner.get_items()
 
     assert asyncio.run(go()) == [item for n in range(3) for item in _turn(n)]

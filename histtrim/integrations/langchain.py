@@ -18,10 +18,10 @@ from typing import Any
 
 from histtrim.adapters.langchain import from_langchain
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB
 from histtrim.route import ResolvedRuntime
-from histtrim.integrations import framework_imports
 
 with framework_imports("langchain"):
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse

@@ -28,10 +28,10 @@ from typing import Any, cast
 
 from histtrim.carriers import file_marker, framework_user_text, image_marker
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 from histtrim.route import ResolvedRuntime
-from histtrim.integrations import framework_imports
 
 with framework_imports("openai-agents"):
     from agents import Agent, Model, ModelResponse, RunConfig, Runner, RunResult, TResponseInputItem

@@ -24,10 +24,10 @@ from typing import Any
 
 from histtrim.carriers import file_marker, framework_user_text, image_marker
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
 from histtrim.route import ResolvedRuntime
-from histtrim.integrations import framework_imports
 
 with framework_imports("pydantic-ai"):
     from pydantic_ai import RunContext
