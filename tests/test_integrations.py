@@ -112,3 +112,18 @@ def test_the_package_has_its_version() -> None:
     import histtrim
 
     assert histtrim.__version__ == version("histtrim") != ""
+
+
+def test_the_readme_names_the_framework_versions_the_tests_use() -> None:
+    """Issue 31 §6: README's "tested with" column is what `constraints.txt` pins."""
+    pins = dict(
+        line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    readme = (ROOT / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if "histtrim.integrations." in line]
+    assert len(rows) == 3
+    named = [pair.strip().split(" ") for row in rows for pair in row.split("|")[2].split(",")]
+    assert len(named) == 5
+    for package, version in named:
+        assert pins[package] == version, package
