@@ -24,6 +24,8 @@ class TrimReason(StrEnum):
 
     TOKEN_BUDGET = "token_budget"
     TURN_LIMIT = "turn_limit"
+    CONTEXT_OVERFLOW = "context_overflow"
+    """RUN-2: the provider reported an overflow and the history was trimmed to two thirds."""
 
     @property
     def description(self) -> str:
@@ -33,6 +35,7 @@ class TrimReason(StrEnum):
 _DESCRIPTIONS = {
     TrimReason.TOKEN_BUDGET: "context token budget exceeded",
     TrimReason.TURN_LIMIT: "history turn limit exceeded",
+    TrimReason.CONTEXT_OVERFLOW: "provider reported a context overflow",
 }
 
 
@@ -68,6 +71,11 @@ class HistoryTrimmed(_Frozen):
     @property
     def description(self) -> str:
         return self.reason.description
+
+    def after_overflow(self) -> HistoryTrimmed:
+        """This token trim as the reactive recovery's event (RUN-2): the same figures, the
+        reason the overflow that caused it, so it never reads like a budget trim."""
+        return self.model_copy(update={"reason": TrimReason.CONTEXT_OVERFLOW})
 
     def to_wire(self) -> dict[str, Any]:
         """The client wire form: plain JSON values, the reason's text included."""

@@ -168,7 +168,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     target = SPEC.reactive_tokens(estimate_history_tokens(from_langchain(first)))
     assert estimate_history_tokens(from_langchain(retry)) <= target
     assert retry[1].content == BREADCRUMB and retry[0].content == SYSTEM
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert out["messages"][-1].content == "done"
     for sent in model.seen:
         assert validate_tool_pairing(from_langchain(sent)) == []

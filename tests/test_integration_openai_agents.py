@@ -154,7 +154,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     assert estimate_history_tokens(rows(retry)) <= target
     assert retry[0] == {"role": "user", "content": BREADCRUMB}
     assert model.calls[1].system_instructions == INSTRUCTIONS
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert result.final_output == "done"
     assert all(validate_tool_pairing(rows(call.input)) == [] for call in model.calls)
 

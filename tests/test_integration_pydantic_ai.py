@@ -181,7 +181,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     target = SPEC.reactive_tokens(estimate_history_tokens(rows(first)))
     assert estimate_history_tokens(rows(retry)) <= target
     assert isinstance(retry[0].parts[0], SystemPromptPart)
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert result.output == "done"
     assert all(validate_tool_pairing(rows(sent)) == [] for sent in model.seen)
 
