@@ -201,3 +201,27 @@ def test_integrations_price_an_image_url_with_a_bracket_as_one_image(url: str) -
     item = {"role": "user", "content": [{"type": "input_image", "image_url": url}]}
     _, rows = openai_agents.to_rows([item])
     assert estimate_history_tokens(rows) == 1600 + 4
+
+
+PDF_BASE64 = "JVBERi0xLjcK" * 87_382  # about 1 MiB of base64
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: from_openai([{"role": "user", "content": [
+            {"type": "text", "text": "read"},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64," + PDF_BASE64,
+                                      "filename": "report.pdf"}}]}]),
+        lambda: from_anthropic({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "read"},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                            "data": PDF_BASE64}}]}]}).rows,
+    ],
+    ids=["openai-file", "anthropic-document"],
+)
+def test_a_file_part_costs_one_attachment_in_the_format_readers(read: Any) -> None:
+    """Issue 30 item 5, the same rule in every path: an OpenAI `file` part cost nothing and an
+    Anthropic `document` its JSON (about 350,000 tokens); each is one attachment, an image's
+    price (decision "File parts")."""
+    assert estimate_history_tokens(read()) == 1 + 1600 + 4
