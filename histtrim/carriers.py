@@ -92,6 +92,16 @@ def file_marker(media_type: str, name: str = "") -> str:
     return image_marker(f"data:{media_type};file,{name[:_FILE_NAME_CHARS]}")
 
 
+def data_url_media_type(value: object) -> str:
+    """The media type a `data:` URL names (`data:application/pdf;base64,...`), else the
+    generic `application/octet-stream`."""
+    if isinstance(value, str) and value.startswith("data:"):
+        media = value[5 : 5 + _FILE_NAME_CHARS].partition(";")[0].partition(",")[0]
+        if media:
+            return media
+    return "application/octet-stream"
+
+
 _FILE_NAME_CHARS = 200
 _NEUTRAL_OPEN = "(" + MARKER_OPEN[1:]
 

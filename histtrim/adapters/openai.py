@@ -25,7 +25,13 @@ from pydantic import ValidationError
 from histtrim.adapters import RecordTrimResult, trim_records
 from histtrim.adapters.openai_checks import OpenAIFormatError, check_message
 from histtrim.adapters.parts import marker_parts
-from histtrim.carriers import file_marker, image_marker, parse_tool_calls, parse_tool_result
+from histtrim.carriers import (
+    data_url_media_type,
+    file_marker,
+    image_marker,
+    parse_tool_calls,
+    parse_tool_result,
+)
 from histtrim.messages import (
     BREADCRUMB,
     MAX_JSON_DEPTH,
@@ -162,11 +168,8 @@ def _file_facts(part: Mapping[str, Any]) -> tuple[str, str]:
     inner = inner if isinstance(inner, Mapping) else {}
     if part["type"] == "input_audio":
         return f"audio/{str(inner.get('format') or 'unknown')[:40]}", ""
-    data = inner.get("file_data")
-    media = data[5:].partition(";")[0][:100] if isinstance(data, str) and data.startswith(
-        "data:") else ""
     name = inner.get("filename") or inner.get("file_id") or ""
-    return media or "application/octet-stream", str(name)
+    return data_url_media_type(inner.get("file_data")), str(name)
 
 
 def _plain_row(message: Mapping[str, Any]) -> ChatMessage:

@@ -26,7 +26,12 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
-from histtrim.carriers import file_marker, framework_user_text, image_marker
+from histtrim.carriers import (
+    data_url_media_type,
+    file_marker,
+    framework_user_text,
+    image_marker,
+)
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
@@ -221,12 +226,8 @@ def _text(content: Any, *, images: bool) -> str:
 
 def _file_facts(part: dict[str, Any]) -> tuple[str, str]:
     """An `input_file`'s media type (from its `data:` URL, if any) and its name."""
-    data = part.get("file_data")
-    media = "application/octet-stream"
-    if isinstance(data, str) and data.startswith("data:"):
-        media = data[5:].partition(";")[0][:100] or media
     name = part.get("filename") or part.get("file_id") or part.get("file_url") or ""
-    return media, str(name)
+    return data_url_media_type(part.get("file_data")), str(name)
 
 
 def _dumps(value: Any) -> str:
