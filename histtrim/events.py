@@ -20,7 +20,7 @@ from histtrim._unset import HidesUnset, unset_by_default
 
 
 class TrimReason(StrEnum):
-    """Which limit dropped the turns."""
+    """Why the turns were dropped: a limit (SEEN-2), or the provider's overflow (RUN-2)."""
 
     TOKEN_BUDGET = "token_budget"
     TURN_LIMIT = "turn_limit"
@@ -47,10 +47,10 @@ class HistoryTrimmed(_Frozen):
     """Older turns were dropped: how many rows, how many turns remain, and why.
 
     `budget` has one meaning whoever trims (the agent, the CLI, an adapter): the effective
-    token budget in force when the trim ran. For a token-budget trim it is the target the
-    trim applied (a reactive trim's is two thirds of the estimate, RUN-2); for a turn-limit
-    trim it is the budget configured beside the limit, and 0 when none is (`histtrim trim
-    --max-turns` alone) or proactive trimming is off. The token figures are estimates of the
+    token budget in force when the trim ran. For a token trim it is the target the trim
+    applied (a `context_overflow` trim's is two thirds of the estimate, RUN-2); for a
+    turn-limit trim it is the budget configured beside the limit, and 0 when none is
+    (`histtrim trim --max-turns` alone) or proactive trimming is off. The token figures are estimates of the
     provider-facing history."""
 
     type: Literal["history_trimmed"] = "history_trimmed"
