@@ -50,8 +50,8 @@ class HistoryTrimmed(_Frozen):
     token budget in force when the trim ran. For a token trim it is the target the trim
     applied (a `context_overflow` trim's is two thirds of the estimate, RUN-2); for a
     turn-limit trim it is the budget configured beside the limit, and 0 when none is
-    (`histtrim trim --max-turns` alone) or proactive trimming is off. The token figures are estimates of the
-    provider-facing history."""
+    (`histtrim trim --max-turns` alone) or proactive trimming is off. The token figures are
+    estimates of the provider-facing history."""
 
     type: Literal["history_trimmed"] = "history_trimmed"
     reason: TrimReason
