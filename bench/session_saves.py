@@ -6,7 +6,8 @@ re-indexed the whole session (500/1,000/2,000 saves: 9/30/124 s, the bare `SQLit
 session and through `HisttrimSession(max_turns=20)`, and prints each wall time, the wrapped
 over the bare, and the wrapped time per save at each size over the smallest size's (1.0 is
 linear in what is saved; a quadratic save shows the size ratio), each the fastest of `--runs`
-alternating runs. Goal: wrapped within 1.5x of bare at every size. Then one `get_items()` (the trimmed view a run reads) at the largest size.
+alternating runs. Goal: wrapped within 1.5x of bare at every size. Then one `get_items()`
+(the trimmed view a run reads) at the largest size.
 Run: `python bench/session_saves.py` (`--saves 500 1000 2000` by default).
 """
 
