@@ -89,7 +89,13 @@ def file_marker(media_type: str, name: str = "") -> str:
     """A file part that is not an image (a PDF, audio, video, any document) as a row carries
     it: one attachment at an image's fixed price, never the text of its encoding (decision
     "File parts")."""
-    return image_marker(f"data:{media_type};file,{name[:_FILE_NAME_CHARS]}")
+    return image_marker(file_target(media_type, name))
+
+
+def file_target(media_type: str, name: str = "") -> str:
+    """The target a file is priced by, as a marker's or a tool's declared attachment: a
+    `data:` URL naming the file, which loads as one attachment (EST-2)."""
+    return f"data:{media_type};file,{name[:_FILE_NAME_CHARS]}"
 
 
 def data_url_media_type(value: object) -> str:

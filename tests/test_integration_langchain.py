@@ -310,3 +310,14 @@ def test_a_file_block_is_one_attachment_and_typed_markers_are_text() -> None:
             -(-len(typed) // 4) + 4)
     pasted = from_langchain([HumanMessage("q"), AIMessage("a"), HumanMessage("[Tool results] x")])
     assert index_turns(pasted).turn_count == 2
+
+
+def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
+    """Issue 30 item 5: a `file` block in a `ToolMessage` is one declared attachment (EST-3),
+    never its JSON."""
+    pdf = {"type": "file", "base64": "JVBERi0xLjcK" * 87_382, "mime_type": "application/pdf"}
+    call = AIMessage("", tool_calls=[{"name": "fetch", "args": {}, "id": "c1"}])
+    rows = from_langchain([HumanMessage("q"), call,
+                           ToolMessage(content=[{"type": "text", "text": "here"}, pdf],
+                                       tool_call_id="c1")])
+    assert estimate_history_tokens([rows[0], rows[2]]) - 5 == 1 + 1600 + 4

@@ -407,3 +407,15 @@ def test_run_2_an_anthropic_overflow_through_the_sdk_is_retried() -> None:
                            [assistant_message("done")]])
     result = run(HisttrimInputFilter(budget_tokens=0, on_trim=events.append), session(4), model)
     assert result.final_output == "done" and len(events) == 1
+
+
+def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
+    """Issue 30 item 5, the same rule for a tool's output: an `input_file` it returns is one
+    declared attachment (EST-3), never its base64 text."""
+    items = [{"role": "user", "content": "q"},
+             {"type": "function_call", "call_id": "c1", "name": "fetch", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": [
+                 {"type": "input_text", "text": "here"},
+                 {"type": "input_file", "file_data": PDF, "filename": "report.pdf"}]}]
+    tool = rows(items, None)[-1]
+    assert estimate_history_tokens([rows(items, None)[0], tool]) - 5 == 1 + 1600 + 4

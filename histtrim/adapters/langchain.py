@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from histtrim.carriers import file_marker, framework_user_text, image_marker
+from histtrim.carriers import file_marker, file_target, framework_user_text, image_marker
 from histtrim.estimate import message_costs
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 from histtrim.trim import first_turn_within
@@ -141,13 +141,18 @@ def _tool_row(call_id: str, content: Any) -> ChatMessage:
     declared (attachments, priced only in the current turn: EST-2, EST-3), not text."""
     if not isinstance(content, list):
         return ChatMessage.tool_result(call_id, _text(content, images=False))
-    images = [
-        url for block in content if isinstance(block, dict)
-        if (url := _image_url(block)) is not None
-    ]
+    images: list[str] = []
+    rest: list[Any] = []
+    for block in content:
+        url = _image_url(block) if isinstance(block, dict) else None
+        if url is not None:
+            images.append(url)
+        elif isinstance(block, dict) and block.get("type") in FILE_BLOCKS:
+            images.append(file_target(*_file_facts(block)))  # one attachment (decision)
+        else:
+            rest.append(block)
     if not images:
         return ChatMessage.tool_result(call_id, _text(content, images=False))
-    rest = [b for b in content if not (isinstance(b, dict) and _image_url(b) is not None)]
     return ChatMessage.tool_result(call_id, _text(rest, images=False), attachments=images)
 
 

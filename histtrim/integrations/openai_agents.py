@@ -29,6 +29,7 @@ from typing import Any, cast
 from histtrim.carriers import (
     data_url_media_type,
     file_marker,
+    file_target,
     framework_user_text,
     image_marker,
 )
@@ -160,16 +161,17 @@ def _row(side: str, item: dict[str, Any]) -> ChatMessage:
     if side == "user":
         return ChatMessage.user(_text(item.get("content", ""), images=True))
     output = item.get("output", "")
-    images = [
-        str(p.get("image_url") or p.get("file_id") or "file")
-        for p in (output if isinstance(output, list) else [])
-        if isinstance(p, dict) and p.get("type") == "input_image"
-    ]
-    text = _text(
-        [p for p in output if not (isinstance(p, dict) and p.get("type") == "input_image")]
-        if images else output,
-        images=False,
-    )
+    images: list[str] = []
+    rest: list[Any] = []
+    for part in output if isinstance(output, list) else ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_image":
+            images.append(str(part.get("image_url") or part.get("file_id") or "file"))
+        elif kind == "input_file":  # declared like an image: one attachment (decision)
+            images.append(file_target(*_file_facts(part)))
+        else:
+            rest.append(part)
+    text = _text(rest if images else output, images=False)
     return ChatMessage.tool_result(item["call_id"], text, attachments=images or None)
 
 
