@@ -3,6 +3,8 @@
 The one re-export point: the names that implement the spec's rules, with their result and
 error types. Everything else is imported from the module that defines it."""
 
+from importlib import metadata as _metadata
+
 from .agent.calls import TurnOutcome
 from .agent.ledger import TokenLedger
 from .agent.legacy import LEGACY_TRIM_LOG, LegacyRunResult, legacy_run
@@ -59,6 +61,12 @@ from .trim import (
     trim_to_recent_turns,
 )
 from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
+
+try:
+    __version__ = _metadata.version("histtrim")
+    """The installed distribution's version (pyproject's `version`)."""
+except _metadata.PackageNotFoundError:  # a source tree on sys.path, never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "BREADCRUMB",

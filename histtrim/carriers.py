@@ -74,25 +74,76 @@ def marker_image(payload: str) -> str | None:
     return image_target(payload)
 
 
-def marker_problem(target: str) -> str | None:
-    """Why an `[IMAGE:...]` marker cannot carry `target`, or None when it can: a `]` would
-    end the marker early (the rest read as text or as more markers) and a line break is
-    re-joined by the marker reader and splits a `[Tool results]` carrier's lines."""
-    if MARKER_CLOSE in target:
-        return "contains ']', which would end its [IMAGE:...] marker early"
-    if "\n" in target:
-        return "contains a line break, which an [IMAGE:...] marker cannot carry"
-    return None
+ESCAPED_CLOSE = "%5D"
+"""How a marker writes a `]` of its target (which would end it early): percent-encoded."""
 
 
 def image_marker(target: str) -> str:
-    """The marker that carries `target`; ValueError when no marker can (`marker_problem`),
-    so a target is never re-read as another one, or as several."""
-    problem = marker_problem(target)
-    if problem is not None:
-        shown = target if len(target) <= 80 else target[:77] + "..."
-        raise ValueError(f"image target {shown!r} {problem}")
-    return f"{MARKER_OPEN}{target}{MARKER_CLOSE}"
+    """The marker that prices `target` as the one image it is (EST-2), for any target.
+
+    Its payload is the target as the marker reader reads it: wrapped lines re-joined (as
+    `image_target` re-joins them) and each `]` written `%5D`, so the marker ends where the
+    target does and is read back as one marker, loadable exactly when `target` is. The
+    payload is what the row is priced by; the reader that made the row keeps the original
+    (an OpenAI row's extras, an Anthropic message, a framework's own object)."""
+    if "\n" in target or "\r" in target:
+        target = _WRAPPED.sub("", target)
+    return f"{MARKER_OPEN}{target.replace(MARKER_CLOSE, ESCAPED_CLOSE)}{MARKER_CLOSE}"
+
+
+def file_marker(media_type: str, name: str = "") -> str:
+    """A file part that is not an image (a PDF, audio, video, any document) as a row carries
+    it: one attachment at an image's fixed price, never the text of its encoding (decision
+    "File parts")."""
+    return image_marker(file_target(media_type, name))
+
+
+def file_target(media_type: str, name: str = "") -> str:
+    """The target a file is priced by, as a marker's or a tool's declared attachment: a
+    `data:` URL naming the file, which loads as one attachment (EST-2)."""
+    return f"data:{media_type};file,{name[:_FILE_NAME_CHARS]}"
+
+
+def data_url_media_type(value: object) -> str:
+    """The media type a `data:` URL names (`data:application/pdf;base64,...`), else the
+    generic `application/octet-stream`."""
+    if isinstance(value, str) and value.startswith("data:"):
+        media = value[5 : 5 + _FILE_NAME_CHARS].partition(";")[0].partition(",")[0]
+        if media:
+            return media
+    return "application/octet-stream"
+
+
+_FILE_NAME_CHARS = 200
+_NEUTRAL_OPEN = "(" + MARKER_OPEN[1:]
+
+
+def framework_user_text(pieces: Iterable[tuple[str, bool]]) -> str:
+    """A user row's text from a framework message's pieces, each `(text, is_marker)`.
+
+    A framework sends a text part as text, so in each run of text parts an `[IMAGE:` and a
+    leading `[Tool results]` are written with `(` for `[`: the same bytes (the same EST-1
+    price), never read as an image marker (EST-2) nor as a carrier that opens no turn
+    (TURN-3). Markers (`image_marker`, `file_marker`) stand for the message's real images."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            text = "".join(run).replace(MARKER_OPEN, _NEUTRAL_OPEN)
+            if not out and text.startswith(TOOL_RESULTS_PREFIX):
+                text = "(" + text[1:]
+            out.append(text)
+            run.clear()
+
+    for piece, is_marker in pieces:
+        if is_marker:
+            flush()
+            out.append(piece)
+        else:
+            run.append(piece)
+    flush()
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,12 @@ from histtrim._unset import HidesUnset, unset_by_default
 
 
 class TrimReason(StrEnum):
-    """Which limit dropped the turns."""
+    """Why the turns were dropped: a limit (SEEN-2), or the provider's overflow (RUN-2)."""
 
     TOKEN_BUDGET = "token_budget"
     TURN_LIMIT = "turn_limit"
+    CONTEXT_OVERFLOW = "context_overflow"
+    """RUN-2: the provider reported an overflow and the history was trimmed to two thirds."""
 
     @property
     def description(self) -> str:
@@ -33,6 +35,7 @@ class TrimReason(StrEnum):
 _DESCRIPTIONS = {
     TrimReason.TOKEN_BUDGET: "context token budget exceeded",
     TrimReason.TURN_LIMIT: "history turn limit exceeded",
+    TrimReason.CONTEXT_OVERFLOW: "provider reported a context overflow",
 }
 
 
@@ -44,11 +47,11 @@ class HistoryTrimmed(_Frozen):
     """Older turns were dropped: how many rows, how many turns remain, and why.
 
     `budget` has one meaning whoever trims (the agent, the CLI, an adapter): the effective
-    token budget in force when the trim ran. For a token-budget trim it is the target the
-    trim applied (a reactive trim's is two thirds of the estimate, RUN-2); for a turn-limit
-    trim it is the budget configured beside the limit, and 0 when none is (`histtrim trim
-    --max-turns` alone) or proactive trimming is off. The token figures are estimates of the
-    provider-facing history."""
+    token budget in force when the trim ran. For a token trim it is the target the trim
+    applied (a `context_overflow` trim's is two thirds of the estimate, RUN-2); for a
+    turn-limit trim it is the budget configured beside the limit, and 0 when none is
+    (`histtrim trim --max-turns` alone) or proactive trimming is off. The token figures are
+    estimates of the provider-facing history."""
 
     type: Literal["history_trimmed"] = "history_trimmed"
     reason: TrimReason
@@ -68,6 +71,11 @@ class HistoryTrimmed(_Frozen):
     @property
     def description(self) -> str:
         return self.reason.description
+
+    def after_overflow(self) -> HistoryTrimmed:
+        """This token trim as the reactive recovery's event (RUN-2): the same figures, the
+        reason the overflow that caused it, so it never reads like a budget trim."""
+        return self.model_copy(update={"reason": TrimReason.CONTEXT_OVERFLOW})
 
     def to_wire(self) -> dict[str, Any]:
         """The client wire form: plain JSON values, the reason's text included."""

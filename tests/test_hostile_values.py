@@ -12,24 +12,50 @@ from langchain_core.messages import HumanMessage
 
 from histtrim import ChatMessage, ToolCall, estimate_history_tokens
 from histtrim.adapters.anthropic import from_anthropic, to_anthropic
-from histtrim.adapters.anthropic_checks import AnthropicFormatError
 from histtrim.adapters.langchain import from_langchain
 from histtrim.adapters.openai import from_openai
-from histtrim.adapters.openai_checks import OpenAIFormatError
-from histtrim.carriers import image_marker, tool_results_carrier
+from histtrim.carriers import (
+    image_marker,
+    image_markers,
+    image_target,
+    marker_image,
+    split_carrier_attachments,
+    split_image_markers,
+    tool_results_carrier,
+)
 from histtrim.cli import main
 
-FORGING = ["http://x/a.png" + "][IMAGE:/b" * 20, "http://x/a.png]", "http://x/a\n.png"]
-"""Image targets no `[IMAGE:...]` marker can carry: one would be re-read as 21 images."""
+FORGING = [
+    "http://x/a.png" + "][IMAGE:/b" * 20,
+    "http://x/a.png]",
+    "http://x/a\n.png",
+    "http://[2001:db8::1]/cat.png",
+    "https://x.example/cat.png?size=[1,2]",
+]
+"""Image targets holding a `]` or a line break: valid URLs (an IPv6 host, an unencoded `[]` in
+a query) and one that would be re-read as 21 images if a marker carried it as it is."""
 
 
 @pytest.mark.parametrize("url", FORGING)
-def test_marker_refuses_a_target_it_cannot_carry(url: str) -> None:
-    """Issue 20 item 6 (EST-2): writing a target into a marker never makes other markers."""
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        image_marker(url)
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        tool_results_carrier([("shot", "ok")], attachments=[url])
+def test_marker_carries_any_target_as_one_image(url: str) -> None:
+    """Issue 30 item 1 (EST-2): a target with `]` was refused (every integration then failed
+    the run); now its marker is one loadable image whatever the target holds, and round
+    two's guarantee stands: no target becomes other markers."""
+    marker = image_marker(url)
+    (read,) = image_markers(marker)
+    assert (read.start, read.end) == (0, len(marker))
+    assert marker_image(read.payload) is not None
+    assert estimate_history_tokens([ChatMessage.user(f"see {marker} now")]) == 1 + 1600 + 4 + 1
+    carrier = tool_results_carrier([("shot", "ok")], attachments=[url])
+    split = split_carrier_attachments(carrier.content)
+    assert split is not None and len(split.images) == 1
+
+
+def test_a_marker_is_loadable_exactly_when_its_target_is() -> None:
+    for target in ["C:/a]b.png", "\\\\srv\\]", "a]b.png", "ht\n  tp://x/a].png", " /x] "]:
+        assert (marker_image(image_marker(target)[7:-1]) is None) == (
+            image_target(target) is None
+        ), target
 
 
 def _openai(url: str) -> Any:
@@ -57,30 +83,46 @@ def _anthropic_result(url: str) -> Any:
 
 @pytest.mark.parametrize("url", FORGING)
 @pytest.mark.parametrize(
-    ("read", "error", "field"),
+    "read",
     [
-        (_openai, OpenAIFormatError, "image_url.url"),
-        (_anthropic, AnthropicFormatError, "source.url"),
-        (_anthropic_result, AnthropicFormatError, "source.url"),
-        (
-            lambda url: from_langchain(
-                [HumanMessage(content=[{"type": "image_url", "image_url": {"url": url}}])]
-            ),
-            ValueError,
-            "messages[0]",
+        _openai,
+        _anthropic,
+        _anthropic_result,
+        lambda url: from_langchain(
+            [HumanMessage(content=[{"type": "image_url", "image_url": {"url": url}}])]
         ),
     ],
     ids=["openai", "anthropic", "anthropic-tool-result", "langchain"],
 )
-def test_adapters_refuse_an_image_url_a_marker_cannot_carry(
-    read: Any, error: type[Exception], field: str, url: str
-) -> None:
-    """Issue 20 item 6: an image URL holding `][IMAGE:/b` was priced as 21 images (33,604
-    tokens instead of 1,604) and the row gained local-path markers; now each format's reader
-    refuses it with an error naming the field."""
-    with pytest.raises(error, match=r"\[IMAGE:\.\.\.\] marker") as raised:
-        read(url)
-    assert field in str(raised.value)
+def test_adapters_price_an_image_url_with_a_bracket_as_one_image(read: Any, url: str) -> None:
+    """Issue 30 item 1: each format's reader refused such a URL (so `histtrim estimate` and
+    `trim` refused the file); now it is one image, never 21."""
+    result = read(url)
+    rows = result if isinstance(result, list) else result.rows
+    images = 0
+    for row in rows:
+        carried = split_carrier_attachments(row.content)
+        if carried is not None:
+            images += len(carried.images)
+        elif row.facts.opens_turn:
+            images += len(split_image_markers(row.content).images)
+    assert images == 1
+    if len(rows) == 1:
+        assert estimate_history_tokens(rows) == 1600 + 4
+
+
+def test_an_openai_file_with_an_ipv6_image_is_estimated_and_trimmed(tmp_path: Path) -> None:
+    """Issue 30 item 1: the CLI refused the file; the trimmed file keeps the URL as given."""
+    url = "http://[2001:db8::1]/cat.png"
+    image = {"type": "image_url", "image_url": {"url": url}}
+    messages = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                {"role": "user", "content": [{"type": "text", "text": "look"}, image]}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(messages))
+    assert main(["estimate", str(path)]) == 0
+    out = tmp_path / "out.json"
+    assert main(["trim", "--max-turns", "1", str(path), "-o", str(out)]) == 0
+    assert json.loads(out.read_text())[-1] == messages[-1]
 
 
 def test_a_carried_url_is_one_image() -> None:
@@ -145,17 +187,41 @@ def test_explain_shows_control_characters_escaped(
 
 
 @pytest.mark.parametrize("url", FORGING)
-def test_integrations_refuse_an_image_url_a_marker_cannot_carry(url: str) -> None:
-    """Issue 20 item 6: the framework integrations write images through the same marker
-    writer, so a URL holding `][IMAGE:/b` is refused there too (it was priced as 21 images)."""
+def test_integrations_price_an_image_url_with_a_bracket_as_one_image(url: str) -> None:
+    """Issue 30 item 1: the integrations raised inside the model call for such a URL (and
+    every later run of the conversation failed); now it is one image, 1,600 tokens."""
     pydantic_ai = pytest.importorskip("pydantic_ai.messages")
     pytest.importorskip("agents")
     from histtrim.integrations import openai_agents
     from histtrim.integrations import pydantic_ai as histtrim_pydantic_ai
 
     prompt = pydantic_ai.UserPromptPart(content=[pydantic_ai.ImageUrl(url=url)])
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        histtrim_pydantic_ai.to_rows([pydantic_ai.ModelRequest(parts=[prompt])])
+    _, rows = histtrim_pydantic_ai.to_rows([pydantic_ai.ModelRequest(parts=[prompt])])
+    assert estimate_history_tokens(rows) == 1600 + 4
     item = {"role": "user", "content": [{"type": "input_image", "image_url": url}]}
-    with pytest.raises(ValueError, match=r"\[IMAGE:\.\.\.\] marker"):
-        openai_agents.to_rows([item])
+    _, rows = openai_agents.to_rows([item])
+    assert estimate_history_tokens(rows) == 1600 + 4
+
+
+PDF_BASE64 = "JVBERi0xLjcK" * 87_382  # about 1 MiB of base64
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda: from_openai([{"role": "user", "content": [
+            {"type": "text", "text": "read"},
+            {"type": "file", "file": {"file_data": "data:application/pdf;base64," + PDF_BASE64,
+                                      "filename": "report.pdf"}}]}]),
+        lambda: from_anthropic({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "read"},
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                            "data": PDF_BASE64}}]}]}).rows,
+    ],
+    ids=["openai-file", "anthropic-document"],
+)
+def test_a_file_part_costs_one_attachment_in_the_format_readers(read: Any) -> None:
+    """Issue 30 item 5, the same rule in every path: an OpenAI `file` part cost nothing and an
+    Anthropic `document` its JSON (about 350,000 tokens); each is one attachment, an image's
+    price (decision "File parts")."""
+    assert estimate_history_tokens(read()) == 1 + 1600 + 4

@@ -20,6 +20,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
+    FunctionMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -33,12 +35,18 @@ from histtrim import (
     RuntimeProfile,
     TrimReason,
     estimate_history_tokens,
+    index_turns,
     resolve_runtime,
     validate_tool_pairing,
 )
 from histtrim.adapters.langchain import from_langchain
 from histtrim.integrations._trimmer import ToolPairingError
-from histtrim.integrations.langchain import BREADCRUMB_ID, HisttrimMiddleware
+from histtrim.integrations.langchain import (
+    BREADCRUMB_ID,
+    HisttrimMiddleware,
+    breadcrumb,
+    has_breadcrumb,
+)
 from histtrim.policy import SPEC
 
 SYSTEM = "You are terse."
@@ -160,7 +168,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     target = SPEC.reactive_tokens(estimate_history_tokens(from_langchain(first)))
     assert estimate_history_tokens(from_langchain(retry)) <= target
     assert retry[1].content == BREADCRUMB and retry[0].content == SYSTEM
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert out["messages"][-1].content == "done"
     for sent in model.seen:
         assert validate_tool_pairing(from_langchain(sent)) == []
@@ -259,3 +267,57 @@ def test_round_trip_kept_messages_are_the_inputs_own(
     assert validate_tool_pairing(done.rows) == []
     if not done.trimmed:
         assert done.units == messages  # TURN-6
+
+
+def test_chat_and_function_messages_run_as_without_the_middleware() -> None:
+    """Issue 30 item 8: `ChatMessage` and `FunctionMessage` are part of `AnyMessage` and run
+    in `create_agent`; the middleware refused them, so every model call failed. A
+    `ChatMessage`'s role is read as the providers read it."""
+    history: list[BaseMessage] = [
+        ChatMessage(content="an old question " + "x" * 400, role="user"),
+        ChatMessage(content="an old answer", role="assistant"),
+        FunctionMessage(content='{"temp": 21}', name="get_temp"),
+        HumanMessage("and now?"),
+    ]
+    model, result = run(HisttrimMiddleware(budget_tokens=0), history, tool_round=False)
+    assert result["messages"][-1].content == "done"
+    assert model.seen[0][1:] == history
+    assert index_turns(from_langchain(history)).turn_count == 2
+    system = from_langchain([ChatMessage(content="be brief", role="developer")])
+    assert system[0].role == "system"
+
+
+def test_a_message_with_the_breadcrumb_id_is_not_a_breadcrumb() -> None:
+    """Issue 30 item 9: a client sets message ids (LangGraph's server API), so one using the
+    breadcrumb's id pinned its own message as the breadcrumb: never dropped, never a turn."""
+    pinned = HumanMessage("remember: you are a pirate " + "y" * 400, id=BREADCRUMB_ID)
+    middleware = HisttrimMiddleware(budget_tokens=0, max_turns=2)
+    done = middleware.trim([SystemMessage(SYSTEM), pinned, *session(3)])
+    assert pinned not in done.units
+    assert not has_breadcrumb([SystemMessage(SYSTEM), pinned])
+    assert has_breadcrumb([SystemMessage(SYSTEM), breadcrumb()])
+
+
+def test_a_file_block_is_one_attachment_and_typed_markers_are_text() -> None:
+    """Issue 30 items 5 and 6: a 1 MiB PDF `file` block cost 349,546 tokens (its JSON) and
+    typed `[IMAGE:/a]` cost an image each; LangChain sends a file and a text as such."""
+    pdf = {"type": "file", "base64": "JVBERi0xLjcK" * 87_382, "mime_type": "application/pdf"}
+    rows = from_langchain([HumanMessage(content=[{"type": "text", "text": "read"}, pdf])])
+    assert estimate_history_tokens(rows) == 1 + 1600 + 4
+    typed = "[IMAGE:/a]" * 10
+    for content in (typed, [{"type": "text", "text": typed}]):
+        assert estimate_history_tokens(from_langchain([HumanMessage(content)])) == (
+            -(-len(typed) // 4) + 4)
+    pasted = from_langchain([HumanMessage("q"), AIMessage("a"), HumanMessage("[Tool results] x")])
+    assert index_turns(pasted).turn_count == 2
+
+
+def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
+    """Issue 30 item 5: a `file` block in a `ToolMessage` is one declared attachment (EST-3),
+    never its JSON."""
+    pdf = {"type": "file", "base64": "JVBERi0xLjcK" * 87_382, "mime_type": "application/pdf"}
+    call = AIMessage("", tool_calls=[{"name": "fetch", "args": {}, "id": "c1"}])
+    rows = from_langchain([HumanMessage("q"), call,
+                           ToolMessage(content=[{"type": "text", "text": "here"}, pdf],
+                                       tool_call_id="c1")])
+    assert estimate_history_tokens([rows[0], rows[2]]) - 5 == 1 + 1600 + 4

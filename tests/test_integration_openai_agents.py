@@ -6,6 +6,7 @@ LIMIT-1), pairing on every request (PAIR-1), TURN-6."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from histtrim import (
     RuntimeProfile,
     TrimReason,
     estimate_history_tokens,
+    index_turns,
     resolve_runtime,
     validate_tool_pairing,
 )
@@ -37,6 +39,7 @@ from histtrim.integrations.openai_agents import (
     HisttrimModel,
     HisttrimSession,
     from_units,
+    is_context_overflow,
     run_with_histtrim,
     to_rows,
 )
@@ -151,7 +154,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     assert estimate_history_tokens(rows(retry)) <= target
     assert retry[0] == {"role": "user", "content": BREADCRUMB}
     assert model.calls[1].system_instructions == INSTRUCTIONS
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert result.final_output == "done"
     assert all(validate_tool_pairing(rows(call.input)) == [] for call in model.calls)
 
@@ -192,8 +195,9 @@ def test_the_filter_alone_in_a_run_config() -> None:
 
 
 def test_keep_2_the_session_keeps_the_newest_turns_and_the_breadcrumb() -> None:
-    """KEEP-2, LIMIT-1, SEEN-1..2: the stored items keep 2 whole turns; one event per drop;
-    the next run's input starts with the breadcrumb, which the filter knows by the session's
+    """KEEP-2, LIMIT-1, SEEN-1..2: each run reads 2 whole turns, the breadcrumb first, with
+    one event per trimmed read; the stored session keeps every item (issue 30 item 2); the
+    next run's input starts with the breadcrumb, which the filter knows by the session's
     flag (a breadcrumb that is not the session's would be a turn)."""
     events: list[HistoryTrimmed] = []
     store = HisttrimSession(SQLiteSession("t"), max_turns=2, on_trim=events.append)
@@ -201,19 +205,80 @@ def test_keep_2_the_session_keeps_the_newest_turns_and_the_breadcrumb() -> None:
     agent = Agent(name="w", instructions=INSTRUCTIONS, model=model)
     trimming = HisttrimInputFilter(budget_tokens=0, max_turns=2, session=store)
 
-    async def go() -> list[Any]:
+    async def go() -> tuple[list[Any], list[Any]]:
         for i in range(4):
             await run_with_histtrim(agent, f"turn {i}", trimming=trimming, session=store,
                                     run_config=CONFIG)
-        return await store.inner.get_items()
+        return await store.inner.get_items(), await store.get_items()
 
-    stored = asyncio.run(go())
-    assert [i["content"] for i in stored if i.get("role") == "user"] == ["turn 2", "turn 3"]
+    stored, view = asyncio.run(go())
+    assert [i["content"] for i in stored if i.get("role") == "user"] == [
+        "turn 0", "turn 1", "turn 2", "turn 3"]
+    assert view[0]["content"] == BREADCRUMB
+    assert [i["content"] for i in view[1:] if i.get("role") == "user"] == ["turn 2", "turn 3"]
     assert store.crumb_present
     assert [(e.reason, e.kept_turns) for e in events] == [(TrimReason.TURN_LIMIT, 2)] * 2
     last = model.calls[-1].input
     assert last[0]["content"] == BREADCRUMB
     assert sum(i.get("content") == BREADCRUMB for i in last) == 1
+
+
+def _turn(n: int, writer: int = 0) -> list[Any]:
+    return [{"role": "user", "content": f"w{writer} q{n}"},
+            {"role": "assistant", "content": f"w{writer} a{n}"}]
+
+
+class CancelledAfterClear(SQLiteSession):
+    """A session whose clear completes and then the task is cancelled (what the SDK's
+    `SQLiteSession` does when a run is cancelled during the clear)."""
+
+    async def clear_session(self) -> None:
+        await super().clear_session()
+        raise asyncio.CancelledError
+
+
+def test_session_keeps_every_item_when_cancelled_while_saving() -> None:
+    """Issue 30 item 2: cancelled during the turn-limit rewrite (clear, then add the kept
+    items) the session lost the whole conversation (6 items -> 0); nothing is rewritten now."""
+    store = HisttrimSession(CancelledAfterClear("c"), max_turns=2)
+
+    async def go() -> list[Any]:
+        for n in range(3):
+            with contextlib.suppress(asyncio.CancelledError):
+                await store.add_items(_turn(n))
+        return await store.inner.get_items()
+
+    assert asyncio.run(go()) == [item for n in range(3) for item in _turn(n)]
+
+
+class CountingSession(SQLiteSession):
+    reads = 0
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        self.reads += 1
+        return await super().get_items(limit)
+
+
+def test_session_keeps_every_concurrent_save_exactly_once() -> None:
+    """Issue 30 items 3 and 4: six writers x 10 turns with max_turns=20 left 21-80 user turns
+    (duplicates) and each save re-read the session (quadratic); now every turn is stored
+    once, as the bare `SQLiteSession` stores it, and saving reads nothing back."""
+    inner = CountingSession("concurrent")
+    store = HisttrimSession(inner, max_turns=20)
+
+    async def writer(w: int) -> None:
+        for n in range(10):
+            await store.add_items(_turn(n, w))
+            await asyncio.sleep(0)
+
+    async def go() -> list[Any]:
+        await asyncio.gather(*(writer(w) for w in range(6)))
+        return await inner.get_items()
+
+    stored = asyncio.run(go())
+    users = sorted(i["content"] for i in stored if i["role"] == "user")
+    assert users == sorted(f"w{w} q{n}" for w in range(6) for n in range(10))
+    assert inner.reads == 1  # the read above; no save read the session
 
 
 def test_bad_arguments_are_one_line_errors() -> None:
@@ -273,3 +338,84 @@ def test_token_counter_prices_the_rows() -> None:
     run(HisttrimInputFilter(budget_tokens=60, token_counter=words, on_trim=events.append),
         session(6), scripted(tool_round=False))
     assert events and all(e.counter == "words" for e in events)
+
+
+PDF = "data:application/pdf;base64," + "JVBERi0xLjcK" * 87_382  # about 1 MiB of base64
+
+
+def test_an_input_file_is_one_attachment_not_its_base64() -> None:
+    """Issue 30 item 5: a 1 MiB PDF (`input_file`) cost 349,546 tokens, its base64 text;
+    it is one attachment, priced as an image (decision "File parts")."""
+    item = {"role": "user", "content": [
+        {"type": "input_text", "text": "read this"},
+        {"type": "input_file", "file_data": PDF, "filename": "report.pdf"}]}
+    assert estimate_history_tokens(rows([item], None)) == 3 + 1600 + 4
+
+
+def test_user_text_that_looks_like_a_marker_or_a_carrier_is_text() -> None:
+    """Issue 30 item 6: typed `[IMAGE:/a]` was priced as an image (~1,600 tokens each) and a
+    message starting with `[Tool results]` opened no turn; the SDK sends both as text."""
+    typed = "[IMAGE:/a]" * 10
+    for content in (typed, [{"type": "input_text", "text": typed}]):
+        assert estimate_history_tokens(rows([{"role": "user", "content": content}], None)) == (
+            -(-len(typed) // 4) + 4)
+    items = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
+             {"role": "user", "content": "[Tool results] pasted"}]
+    assert index_turns(rows(items, None)).turn_count == 2
+    real = {"role": "user", "content": [{"type": "input_image", "image_url": "/a.png"}]}
+    assert estimate_history_tokens(rows([real], None)) == 1600 + 4
+
+
+def _status_error(status: int, message: str) -> openai.APIStatusError:
+    request = httpx2.Request("POST", "https://api.example/v1/chat/completions")
+    return openai.APIStatusError(
+        message, response=httpx2.Response(status, request=request), body={"message": message})
+
+
+class ContextWindowExceededError(Exception):
+    """LiteLLM's exception, by name (LiteLLM itself is not installed here)."""
+
+
+@pytest.mark.parametrize(
+    ("error", "overflows"),
+    [
+        (overflow(), True),
+        (_status_error(400, "prompt is too long: 210000 tokens > 200000 maximum"), True),
+        (_status_error(400, "This model's maximum context length is 8192 tokens."), True),
+        (_status_error(400, "The input token count (1200000) exceeds the maximum number of "
+                            "tokens allowed (1048576)."), True),
+        (_status_error(413, "Input is too long for requested model."), True),
+        (ContextWindowExceededError("litellm: context window exceeded"), True),
+        (_status_error(500, "prompt is too long"), False),
+        (_status_error(400, "invalid tool schema"), False),
+        (ValueError("prompt is too long"), False),
+    ],
+    ids=["openai", "anthropic", "vllm", "gemini", "bedrock", "litellm", "500", "other-400",
+         "not-http"],
+)
+def test_run_2_the_overflow_errors_of_other_providers(
+    error: BaseException, overflows: bool
+) -> None:
+    """Issue 31 §6: only OpenAI's `context_length_exceeded` was an overflow; the providers the
+    SDK reaches through an OpenAI-compatible client or LiteLLM word theirs differently."""
+    assert is_context_overflow(error) is overflows
+
+
+def test_run_2_an_anthropic_overflow_through_the_sdk_is_retried() -> None:
+    events: list[HistoryTrimmed] = []
+    model = ScriptedModel([_status_error(400, "prompt is too long: 9 tokens > 8 maximum"),
+                           [assistant_message("done")]])
+    result = run(HisttrimInputFilter(budget_tokens=0, on_trim=events.append), session(4), model)
+    assert result.final_output == "done" and len(events) == 1
+
+
+def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
+    """Issue 30 item 5, the same rule for a tool's output: an `input_file` it returns is one
+    declared attachment (EST-3), never its base64 text."""
+    items = [{"role": "user", "content": "q"},
+             {"type": "function_call", "call_id": "c1", "name": "fetch", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": [
+                 {"type": "input_text", "text": "here"},
+                 {"type": "input_file", "file_data": PDF, "filename": "report.pdf"}]}]
+    tool = rows(items, None)[-1]
+    assert estimate_history_tokens([rows(items, None)[0], tool]) - 5 == 1 + 1600 + 4

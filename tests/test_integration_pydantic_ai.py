@@ -5,6 +5,7 @@ lives inside the first request (TURN-5), turn limit (KEEP-2), breadcrumb (SEEN-1
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ pytest.importorskip("pydantic_ai")
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import ModelContextWindowExceededError
 from pydantic_ai.messages import (
+    BinaryContent,
+    DocumentUrl,
     ImageUrl,
     ModelMessage,
     ModelRequest,
@@ -38,6 +41,7 @@ from histtrim import (
     RuntimeProfile,
     TrimReason,
     estimate_history_tokens,
+    index_turns,
     resolve_runtime,
     validate_tool_pairing,
 )
@@ -177,7 +181,7 @@ def test_run_2_overflow_retries_once_at_two_thirds() -> None:
     target = SPEC.reactive_tokens(estimate_history_tokens(rows(first)))
     assert estimate_history_tokens(rows(retry)) <= target
     assert isinstance(retry[0].parts[0], SystemPromptPart)
-    assert [(e.reason, e.budget) for e in events] == [(TrimReason.TOKEN_BUDGET, target)]
+    assert [(e.reason, e.budget) for e in events] == [(TrimReason.CONTEXT_OVERFLOW, target)]
     assert result.output == "done"
     assert all(validate_tool_pairing(rows(sent)) == [] for sent in model.seen)
 
@@ -278,3 +282,51 @@ def test_token_counter_prices_the_rows() -> None:
     run(HisttrimCapability(budget_tokens=60, token_counter=words, on_trim=events.append),
         session(6), Recorder(tool_round=False))
     assert events and all(e.counter == "words" for e in events)
+
+
+def test_a_document_is_one_attachment_not_the_repr_of_its_bytes() -> None:
+    """Issue 30 item 5: a 1 MiB PDF as `BinaryContent` cost 752,597 tokens (the `repr` of
+    its bytes); it is one attachment, priced as an image (decision "File parts"); so is a
+    `DocumentUrl`."""
+    pdf = BinaryContent(data=b"%PDF-1.7\n" + bytes(1 << 20), media_type="application/pdf")
+    for part in (pdf, DocumentUrl(url="https://example.com/report.pdf")):
+        history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(["read", part])])]
+        assert estimate_history_tokens(rows(history)) == 1 + IMAGE_TOKENS + 4
+
+
+def test_user_text_that_looks_like_a_marker_or_a_carrier_is_text() -> None:
+    """Issue 30 item 6: typed `[IMAGE:/a]` was priced as an image and a prompt starting with
+    `[Tool results]` opened no turn; pydantic-ai sends both as text."""
+    typed = "[IMAGE:/a]" * 10
+    for content in (typed, [typed]):
+        history: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(content)])]
+        assert estimate_history_tokens(rows(history)) == -(-len(typed) // 4) + 4
+    pasted = [*session(1), ModelRequest(parts=[UserPromptPart("[Tool results] pasted")])]
+    assert index_turns(rows(pasted)).turn_count == 2
+
+
+def test_a_cancelled_run_leaves_nothing_in_the_capability() -> None:
+    """Issue 30 item 7: a run cancelled while its model request was in flight left its whole
+    history in the shared capability (20 cancelled runs: 4 MB)."""
+    capability = HisttrimCapability(budget_tokens=0)
+    started = asyncio.Event()
+
+    async def hang(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    agent = Agent(FunctionModel(hang), capabilities=[capability])
+
+    async def go() -> None:
+        for _ in range(3):
+            started.clear()
+            task = asyncio.create_task(agent.run("hi", message_history=session(2)))
+            await started.wait()
+            assert capability._sent  # the request in flight is remembered
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    asyncio.run(go())
+    assert capability._sent == {} and capability._retry == {}

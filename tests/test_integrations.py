@@ -84,3 +84,46 @@ def test_the_pairing_guard_names_the_problem() -> None:
 def test_bad_arguments_name_the_field(kwargs: dict[str, object], field: str) -> None:
     with pytest.raises(ValueError, match=field):
         Trimmer(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "extra"),
+    [("langchain", "langchain", "langchain"), ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+     ("openai_agents", "agents", "openai-agents")],
+)
+def test_a_missing_framework_names_the_extra_to_install(
+    module: str, framework: str, extra: str
+) -> None:
+    """Issue 31 §6: importing an integration without its framework said only `No module
+    named 'agents'`; it names the `pip install` that fixes it, as the other extras do."""
+    code = (f"import sys; sys.modules[{framework!r}] = None\n"
+            f"import histtrim.integrations.{module}")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT)
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1
+    assert last.startswith("ModuleNotFoundError:") and f"pip install 'histtrim[{extra}]'" in last
+
+
+def test_the_package_has_its_version() -> None:
+    """Issue 31 §6: `histtrim.__version__` is the installed distribution's version."""
+    from importlib.metadata import version
+
+    import histtrim
+
+    assert histtrim.__version__ == version("histtrim") != ""
+
+
+def test_the_readme_names_the_framework_versions_the_tests_use() -> None:
+    """Issue 31 §6: README's "tested with" column is what `constraints.txt` pins."""
+    pins = dict(
+        line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    readme = (ROOT / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if "histtrim.integrations." in line]
+    assert len(rows) == 3
+    named = [pair.strip().split(" ") for row in rows for pair in row.split("|")[2].split(",")]
+    assert len(named) == 5
+    for package, version in named:
+        assert pins[package] == version, package

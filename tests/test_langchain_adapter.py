@@ -147,10 +147,10 @@ def test_bad_arguments_name_themselves(kwargs: dict[str, Any], message: str) -> 
 
 
 def test_bad_messages_name_their_index() -> None:
-    from langchain_core.messages import FunctionMessage
+    from langchain_core.messages import RemoveMessage
 
     with pytest.raises(ValueError, match=r"^messages\[1\]: expected a SystemMessage"):
-        trim_messages([HumanMessage("a"), FunctionMessage("x", name="f")], max_tokens=1)
+        trim_messages([HumanMessage("a"), RemoveMessage(id="x")], max_tokens=1)
 
 
 def test_est_2_image_blocks_are_priced_as_images_and_no_text_forges_a_role() -> None:

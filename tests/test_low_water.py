@@ -186,7 +186,7 @@ def test_reactive_trim_ignores_the_target() -> None:
     for policy in (SPEC, low):
         bot = run(policy, route(0), 7, script)
         (event,) = bot.events
-        assert event.reason == "token_budget" and event.target is None
+        assert event.reason == "context_overflow" and event.target is None
         assert event.budget == event.tokens_before * 2 // 3
 
 

@@ -296,7 +296,8 @@ def test_run_2_overflow_trims_to_two_thirds_and_retries() -> None:
     target = estimate_history_tokens(overflowed.messages) * 2 // 3
     assert overflowed.outcome == "overflow" and retried.outcome == "reply"
     (event,) = outcome.events
-    assert event.reason == "token_budget" and event.budget == target
+    assert event.reason == "context_overflow" and event.budget == target
+    assert event.description == "provider reported a context overflow"
     assert event.tokens_before == estimate_history_tokens(overflowed.messages)
     assert event.tokens_after == estimate_history_tokens(retried.messages) <= target
     assert retried.messages[1].content == BREADCRUMB

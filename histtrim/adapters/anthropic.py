@@ -32,7 +32,7 @@ from histtrim.adapters.anthropic_checks import (
 )
 from histtrim.adapters.anthropic_write import AnthropicMessage, row_message
 from histtrim.adapters.kinds import json_kind
-from histtrim.carriers import image_marker, json_object, tool_results_carrier
+from histtrim.carriers import file_marker, image_marker, json_object, tool_results_carrier
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 
 
@@ -146,12 +146,26 @@ def message_row(message: object, where: str = "") -> ChatMessage:
 
 
 def _render(block: Mapping[str, Any]) -> str:
-    """A block's priced text: text as is, an image as a marker, any other block as JSON."""
+    """A block's priced text: text as is, an image as a marker, a document one attachment
+    (`file_marker`), any other block as JSON."""
     if block["type"] == "text":
         return str(block["text"])
     if block["type"] == "image":
         return image_marker(image_target("", block))
+    if block["type"] == "document":
+        return file_marker(*_document_facts(block))
     return _dumps(block)
+
+
+def _document_facts(block: Mapping[str, Any]) -> tuple[str, str]:
+    """A document block's media type and name (its title, or its URL)."""
+    source = block.get("source")
+    source = source if isinstance(source, Mapping) else {}
+    media = source.get("media_type") if source.get("type") == "base64" else None
+    if source.get("type") == "text":
+        media = "text/plain"
+    name = block.get("title") or source.get("url") or ""
+    return (media if isinstance(media, str) and media else "application/pdf"), str(name)
 
 
 def _assistant_row(blocks: Sequence[Mapping[str, Any]]) -> ChatMessage:

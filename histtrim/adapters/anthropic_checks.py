@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from histtrim.adapters.kinds import json_kind
-from histtrim.carriers import marker_problem
 
 ROLES = ("user", "assistant")
 
@@ -102,20 +101,11 @@ def image_target(where: str, block: Mapping[str, Any]) -> str:
     kind = source.get("type")
     if kind == "url":
         need_str(f"{where}.source", source, "url", nonempty=True)
-        return _carried(f"{where}.source.url", str(source["url"]))
+        return str(source["url"])
     if kind == "base64":
         need_str(f"{where}.source", source, "media_type", nonempty=True)
         need_str(f"{where}.source", source, "data")
-        target = f"data:{source['media_type']};base64,{source['data']}"
-        return _carried(f"{where}.source", target)
+        return f"data:{source['media_type']};base64,{source['data']}"
     raise AnthropicFormatError(
         f"{where}.source.type", f"expected 'base64' or 'url', got {kind!r}"
     )
-
-
-def _carried(field: str, target: str) -> str:
-    """The target, once an `[IMAGE:...]` marker is known to carry it whole."""
-    problem = marker_problem(target)
-    if problem is not None:
-        raise AnthropicFormatError(field, f"the image {problem}")
-    return target

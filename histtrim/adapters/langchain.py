@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from histtrim.carriers import image_marker
+from histtrim.carriers import file_marker, file_target, framework_user_text, image_marker
 from histtrim.estimate import message_costs
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 from histtrim.trim import first_turn_within
@@ -119,10 +119,21 @@ def _row(lc: Any, message: Any) -> ChatMessage:
         return ChatMessage.assistant_tool_calls(text or None, calls)
     if isinstance(message, lc.ToolMessage):
         return _tool_row(message.tool_call_id, message.content)
+    if isinstance(message, lc.ChatMessage):  # a role given as text: read as the providers do
+        side = CHAT_ROLES.get(message.role, "assistant")
+        return _row(lc, (lc.SystemMessage if side == "system" else lc.HumanMessage
+                         if side == "user" else lc.AIMessage)(content=message.content))
+    if isinstance(message, lc.FunctionMessage):  # legacy: a function's output, no call id
+        return _row(lc, lc.AIMessage(content=message.content))
     raise TypeError(
-        f"expected a SystemMessage, HumanMessage, AIMessage or ToolMessage, got "
-        f"{type(message).__name__}"
+        f"expected a SystemMessage, HumanMessage, AIMessage, ToolMessage, ChatMessage or "
+        f"FunctionMessage, got {type(message).__name__}"
     )
+
+
+CHAT_ROLES = {"system": "system", "developer": "system", "user": "user", "human": "user"}
+"""A LangChain `ChatMessage`'s role as its row's: any other role (`assistant`, `ai`, `tool`,
+`function`, a custom one) is the assistant's side of the turn, which never opens a turn."""
 
 
 def _tool_row(call_id: str, content: Any) -> ChatMessage:
@@ -130,34 +141,58 @@ def _tool_row(call_id: str, content: Any) -> ChatMessage:
     declared (attachments, priced only in the current turn: EST-2, EST-3), not text."""
     if not isinstance(content, list):
         return ChatMessage.tool_result(call_id, _text(content, images=False))
-    images = [
-        url for block in content if isinstance(block, dict)
-        if (url := _image_url(block)) is not None
-    ]
+    images: list[str] = []
+    rest: list[Any] = []
+    for block in content:
+        url = _image_url(block) if isinstance(block, dict) else None
+        if url is not None:
+            images.append(url)
+        elif isinstance(block, dict) and block.get("type") in FILE_BLOCKS:
+            images.append(file_target(*_file_facts(block)))  # one attachment (decision)
+        else:
+            rest.append(block)
     if not images:
         return ChatMessage.tool_result(call_id, _text(content, images=False))
-    rest = [b for b in content if not (isinstance(b, dict) and _image_url(b) is not None)]
     return ChatMessage.tool_result(call_id, _text(rest, images=False), attachments=images)
 
 
 def _text(content: Any, *, images: bool) -> str:
-    """A message's text; in a human message, image blocks become `[IMAGE:url]` markers."""
+    """A message's text; in a human message text blocks are text, image blocks `[IMAGE:url]`
+    markers (EST-2) and `file`, `audio` and `video` blocks one attachment each
+    (`file_marker`)."""
     if isinstance(content, str):
-        return content
+        return framework_user_text([(content, False)]) if images else content
     if not isinstance(content, list):
         raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
-    pieces: list[str] = []
+    pieces: list[tuple[str, bool]] = []
     for block in content:
         url = _image_url(block) if images and isinstance(block, dict) else None
         if isinstance(block, str):
-            pieces.append(block)
+            pieces.append((block, False))
         elif isinstance(block, dict) and block.get("type") == "text":
-            pieces.append(str(block.get("text", "")))
+            pieces.append((str(block.get("text", "")), False))
         elif url is not None:
-            pieces.append(image_marker(url))
+            pieces.append((image_marker(url), True))
+        elif images and isinstance(block, dict) and block.get("type") in FILE_BLOCKS:
+            pieces.append((file_marker(*_file_facts(block)), True))
         else:
-            pieces.append(json.dumps(block, ensure_ascii=False, default=str))
-    return "".join(pieces)
+            pieces.append((json.dumps(block, ensure_ascii=False, default=str), False))
+    if not images:
+        return "".join(piece for piece, _ in pieces)
+    return framework_user_text(pieces)
+
+
+FILE_BLOCKS = ("file", "audio", "video")
+"""LangChain's standard content blocks for files that are not images."""
+
+
+def _file_facts(block: dict[str, Any]) -> tuple[str, str]:
+    """A file block's media type and name (its `mime_type`; its `filename`, id or URL)."""
+    media = block.get("mime_type")
+    extras = block.get("extras")
+    name = (extras.get("filename") if isinstance(extras, dict) else None) or block.get(
+        "filename") or block.get("file_id") or block.get("id") or block.get("url") or ""
+    return (media if isinstance(media, str) and media else "application/octet-stream"), str(name)
 
 
 def _image_url(block: dict[str, Any]) -> str | None:

@@ -25,7 +25,13 @@ from pydantic import ValidationError
 from histtrim.adapters import RecordTrimResult, trim_records
 from histtrim.adapters.openai_checks import OpenAIFormatError, check_message
 from histtrim.adapters.parts import marker_parts
-from histtrim.carriers import image_marker, parse_tool_calls, parse_tool_result
+from histtrim.carriers import (
+    data_url_media_type,
+    file_marker,
+    image_marker,
+    parse_tool_calls,
+    parse_tool_result,
+)
 from histtrim.messages import (
     BREADCRUMB,
     MAX_JSON_DEPTH,
@@ -135,7 +141,8 @@ def _calls(message: Mapping[str, Any]) -> list[ToolCall] | None:
 
 def _text(content: object, *, images: bool) -> str:
     """A message's text as the row keeps it: text parts joined, image parts as markers in a
-    user row (priced as images); parts of any other type have no text."""
+    user row (priced as images) and file parts one attachment each (`file_marker`); parts of
+    any other type have no text."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -146,7 +153,23 @@ def _text(content: object, *, images: bool) -> str:
             pieces.append(part["text"])
         elif part["type"] == "image_url" and images:
             pieces.append(image_marker(part["image_url"]["url"]))
+        elif part["type"] in FILE_PARTS and images:
+            pieces.append(file_marker(*_file_facts(part)))
     return "".join(pieces)
+
+
+FILE_PARTS = ("file", "input_audio")
+"""Chat-completions parts that carry a file which is not an image: one attachment each."""
+
+
+def _file_facts(part: Mapping[str, Any]) -> tuple[str, str]:
+    """A `file` part's media type (from its `data:` URL) and name; an `input_audio`'s format."""
+    inner = part.get(part["type"])
+    inner = inner if isinstance(inner, Mapping) else {}
+    if part["type"] == "input_audio":
+        return f"audio/{str(inner.get('format') or 'unknown')[:40]}", ""
+    name = inner.get("filename") or inner.get("file_id") or ""
+    return data_url_media_type(inner.get("file_data")), str(name)
 
 
 def _plain_row(message: Mapping[str, Any]) -> ChatMessage:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from histtrim.adapters.kinds import json_kind
-from histtrim.carriers import marker_problem
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The chat-completions roles histtrim reads (`developer` is kept as a system row)."""
@@ -92,9 +91,6 @@ def _check_part(fail: _Fail, field: str, part: object) -> None:
         if not isinstance(image.get("url"), str):
             url = image.get("url")
             raise fail(f"{field}.image_url.url", f"expected a string, got {json_kind(url)}")
-        problem = marker_problem(image["url"])
-        if problem is not None:
-            raise fail(f"{field}.image_url.url", f"the image {problem}")
 
 
 def _check_call(fail: _Fail, field: str, call: object) -> None:

@@ -313,17 +313,20 @@ class Agent:
         The request that overflowed is the ledger's rows: nothing changed since it was built."""
         if self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             raise UnrecoverableContextOverflow(UNRECOVERABLE_OVERFLOW) from overflow
-        self._visible_trim(budget_tokens=self.policy.reactive_tokens(self._ledger.total))
+        self._visible_trim(
+            budget_tokens=self.policy.reactive_tokens(self._ledger.total), overflow=True
+        )
 
     def _visible_trim(
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
         budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
-        token_target: Fraction = Fraction(1),
+        token_target: Fraction = Fraction(1), overflow: bool = False,
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
-        the event, naming a low-water mark only when it is not the spec's 1, goes to the
-        client transports and the observers (SEEN-2..3)."""
+        the event, naming a low-water mark only when it is not the spec's 1 and the overflow
+        when one caused it (RUN-2), goes to the client transports and the observers
+        (SEEN-2..3)."""
         trim = trim_structured(
             self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
@@ -333,7 +336,8 @@ class Agent:
             return
         self._store.replace(trim.history)
         self._store.crumb = True
-        self._publish(trim.event(tokens_after=self._ledger.total))
+        event = trim.event(tokens_after=self._ledger.total)
+        self._publish(event.after_overflow() if overflow else event)
 
     def _publish(self, event: HistoryTrimmed) -> None:
         """One drop, one event (SEEN-2..3): to the client transports and the observers."""

@@ -142,7 +142,7 @@ class Trimmer:
             list(units), list(rows), budget_tokens=target, crumb_present=crumb_present,
             breadcrumb_record=crumb, token_counter=self.token_counter, policy=self.policy,
         )
-        events = () if done.event is None else (done.event,)
+        events = () if done.event is None else (done.event.after_overflow(),)
         self._emit(events)
         return Trimmed(done.records, done.rows, done.crumb_present, events)
 

@@ -16,27 +16,28 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import (
-    AnyMessage,
-    BaseMessage,
-    HumanMessage,
-    RemoveMessage,
-    SystemMessage,
-)
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.runtime import Runtime
-
 from histtrim.adapters.langchain import from_langchain
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB
 from histtrim.route import ResolvedRuntime
 
+with framework_imports("langchain"):
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.exceptions import ContextOverflowError
+    from langchain_core.messages import (
+        AnyMessage,
+        BaseMessage,
+        HumanMessage,
+        RemoveMessage,
+        SystemMessage,
+    )
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.runtime import Runtime
+
 BREADCRUMB_ID = "histtrim-breadcrumb"
-"""The id of the breadcrumb `HumanMessage`: how the middleware knows a stored crumb is its own
-(the flag is the id, never the text, as in TURN-5's crumb slot)."""
+"""The id of the breadcrumb `HumanMessage` the middleware writes."""
 
 
 def breadcrumb() -> HumanMessage:
@@ -44,12 +45,28 @@ def breadcrumb() -> HumanMessage:
     return HumanMessage(content=BREADCRUMB, id=BREADCRUMB_ID)
 
 
+def is_breadcrumb(message: BaseMessage) -> bool:
+    """Whether `message` is exactly the breadcrumb the middleware writes: a `HumanMessage`
+    with its id and its text and nothing else. An id is chosen by whoever sends the message
+    (a LangGraph server client sets them), so the id alone never makes a crumb: a client's
+    own message under that id stays the client's turn, and the crumb's text alone is a turn
+    too (decision "The breadcrumb owner flag")."""
+    return (
+        type(message) is HumanMessage
+        and message.id == BREADCRUMB_ID
+        and message.content == BREADCRUMB
+        and not message.name
+        and not message.additional_kwargs
+        and not message.response_metadata
+    )
+
+
 def has_breadcrumb(messages: Sequence[BaseMessage]) -> bool:
     """Whether the message after the leading `SystemMessage`s is the middleware's breadcrumb."""
     prefix = 0
     while prefix < len(messages) and isinstance(messages[prefix], SystemMessage):
         prefix += 1
-    return prefix < len(messages) and messages[prefix].id == BREADCRUMB_ID
+    return prefix < len(messages) and is_breadcrumb(messages[prefix])
 
 
 class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):

@@ -5,11 +5,12 @@ run_config=RunConfig(call_model_input_filter=HisttrimInputFilter()))`, or `run_w
   KEEP-1, RUN-1), counting the agent's instructions, puts a breadcrumb user message after the
   leading system items (SEEN-1) and emits `HistoryTrimmed` (SEEN-2). The run's items and the
   session are not changed: each call is trimmed again from the full input.
-- `HisttrimModel` wraps a `Model`: when the provider answers `context_length_exceeded`, it
+- `HisttrimModel` wraps a `Model`: when the provider reports a context overflow
+  (`is_context_overflow`: OpenAI's `context_length_exceeded`, LiteLLM's, other providers'), it
   trims the input that overflowed to two thirds of its estimate and calls the model once more
   (RUN-2). The SDK has no overflow hook, so the retry lives in the model.
-- `HisttrimSession` wraps any `Session`: after items are added it applies the turn limit to the
-  stored items (the dropped turns leave the session) and remembers that a breadcrumb is due.
+- `HisttrimSession` wraps any `Session`: it stores every item and each run reads the newest
+  `max_turns` whole turns, the breadcrumb first when older turns are left out.
 - `run_with_histtrim(agent, input, ...)` runs `Runner.run` with the filter installed and the
   starting agent's model wrapped.
 
@@ -25,15 +26,23 @@ import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, cast
 
-from agents import Agent, Model, ModelResponse, RunConfig, Runner, RunResult, TResponseInputItem
-from agents.memory import Session, SessionABC
-from agents.run_config import CallModelData, ModelInputData
-
-from histtrim.carriers import image_marker
+from histtrim.carriers import (
+    data_url_media_type,
+    file_marker,
+    file_target,
+    framework_user_text,
+    image_marker,
+)
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
 from histtrim.route import ResolvedRuntime
+
+with framework_imports("openai-agents"):
+    from agents import Agent, Model, ModelResponse, RunConfig, Runner, RunResult, TResponseInputItem
+    from agents.memory import Session, SessionABC
+    from agents.run_config import CallModelData, ModelInputData
 
 Unit = tuple[int, ...]
 """The input items one row stands for, by index."""
@@ -42,6 +51,24 @@ INSTRUCTIONS: Unit = (-1,)
 """The agent's instructions: sent beside the items and counted like a system row."""
 
 OVERFLOW_CODE = "context_length_exceeded"
+"""OpenAI's code for an overflow (Responses and Chat Completions; Azure OpenAI and Groq send
+it too)."""
+OVERFLOW_CLASSES = ("ContextWindowExceededError",)
+"""LiteLLM's exception for every provider's overflow (the SDK's `LitellmModel`), by name so
+LiteLLM need not be installed."""
+OVERFLOW_MESSAGES = (
+    "maximum context length",  # OpenAI-compatible servers without the code: vLLM, OpenRouter,
+    "reduce the length of the messages",  # DeepSeek, Mistral ("... maximum context length")
+    "prompt is too long",  # Anthropic ("prompt is too long: N tokens > M maximum"), Bedrock
+    "input is too long",  # Bedrock
+    "input tokens exceeded",  # Bedrock
+    "exceeds the maximum number of tokens allowed",  # Gemini ("The input token count (N) ...")
+    "too many tokens",  # Cohere ("too many tokens: size limit exceeded by N tokens")
+)
+"""How the providers the SDK reaches through an OpenAI-compatible client or LiteLLM word an
+overflow they send without OpenAI's code, read from a 400 or 413 answer's message (sources:
+each provider's error text as pydantic-ai's `_model_errors` and LiteLLM's exception mapping
+match it)."""
 
 
 class Breadcrumb(dict[str, Any]):
@@ -53,8 +80,17 @@ class Breadcrumb(dict[str, Any]):
 
 
 def is_context_overflow(error: BaseException) -> bool:
-    """The provider's context-length error (OpenAI: HTTP 400, code `context_length_exceeded`)."""
-    return getattr(error, "code", None) == OVERFLOW_CODE
+    """Whether `error` is a provider's context-window overflow: OpenAI's code, LiteLLM's
+    exception, or a 400/413 answer whose message words an overflow (`OVERFLOW_MESSAGES`)."""
+    if getattr(error, "code", None) == OVERFLOW_CODE:
+        return True
+    if any(kind.__name__ in OVERFLOW_CLASSES for kind in type(error).__mro__):
+        return True
+    if getattr(error, "status_code", None) not in (400, 413):
+        return False
+    message = getattr(error, "message", None)
+    text = (message if isinstance(message, str) else str(error))[:4096].lower()
+    return any(wording in text for wording in OVERFLOW_MESSAGES)
 
 
 def to_rows(items: Sequence[Any]) -> tuple[list[Unit], list[ChatMessage]]:
@@ -125,16 +161,17 @@ def _row(side: str, item: dict[str, Any]) -> ChatMessage:
     if side == "user":
         return ChatMessage.user(_text(item.get("content", ""), images=True))
     output = item.get("output", "")
-    images = [
-        str(p.get("image_url") or p.get("file_id") or "file")
-        for p in (output if isinstance(output, list) else [])
-        if isinstance(p, dict) and p.get("type") == "input_image"
-    ]
-    text = _text(
-        [p for p in output if not (isinstance(p, dict) and p.get("type") == "input_image")]
-        if images else output,
-        images=False,
-    )
+    images: list[str] = []
+    rest: list[Any] = []
+    for part in output if isinstance(output, list) else ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_image":
+            images.append(str(part.get("image_url") or part.get("file_id") or "file"))
+        elif kind == "input_file":  # declared like an image: one attachment (decision)
+            images.append(file_target(*_file_facts(part)))
+        else:
+            rest.append(part)
+    text = _text(rest if images else output, images=False)
     return ChatMessage.tool_result(item["call_id"], text, attachments=images or None)
 
 
@@ -163,26 +200,36 @@ def _assistant_row(group: Sequence[dict[str, Any]]) -> ChatMessage:
 
 
 def _text(content: Any, *, images: bool) -> str:
-    """A message's text; in a user message an `input_image` becomes an `[IMAGE:...]` marker,
-    priced as an image (EST-2)."""
+    """A message's text; in a user message text parts are text, an `input_image` is an
+    `[IMAGE:...]` marker (EST-2) and an `input_file` one attachment (`file_marker`)."""
     if isinstance(content, str):
-        return content
+        return framework_user_text([(content, False)]) if images else content
     if not isinstance(content, list):
         return _dumps(content)
-    pieces: list[str] = []
+    pieces: list[tuple[str, bool]] = []
     for part in content:
         if not isinstance(part, dict):
-            pieces.append(_dumps(part))
+            pieces.append((_dumps(part), False))
         elif part.get("type") in ("input_text", "output_text", "text"):
-            pieces.append(str(part.get("text", "")))
+            pieces.append((str(part.get("text", "")), False))
         elif part.get("type") == "refusal":
-            pieces.append(str(part.get("refusal", "")))
+            pieces.append((str(part.get("refusal", "")), False))
         elif images and part.get("type") == "input_image":
             target = part.get("image_url") or part.get("file_id") or "file"
-            pieces.append(image_marker(str(target)))
+            pieces.append((image_marker(str(target)), True))
+        elif images and part.get("type") == "input_file":
+            pieces.append((file_marker(*_file_facts(part)), True))
         else:
-            pieces.append(_dumps(part))
-    return "".join(pieces)
+            pieces.append((_dumps(part), False))
+    if not images:
+        return "".join(piece for piece, _ in pieces)
+    return framework_user_text(pieces)
+
+
+def _file_facts(part: dict[str, Any]) -> tuple[str, str]:
+    """An `input_file`'s media type (from its `data:` URL, if any) and its name."""
+    name = part.get("filename") or part.get("file_id") or part.get("file_url") or ""
+    return data_url_media_type(part.get("file_data")), str(name)
 
 
 def _dumps(value: Any) -> str:
@@ -294,12 +341,15 @@ class HisttrimModel(Model):
 
 
 class HisttrimSession(SessionABC):
-    """A session whose stored items keep the newest `max_turns` whole turns (KEEP-2, LIMIT-1).
+    """A session whose runs see the newest `max_turns` whole turns (KEEP-2, LIMIT-1).
 
-    After `add_items` goes over the limit, the oldest turns are removed from `inner` and one
-    `HistoryTrimmed` goes to `on_trim` (SEEN-2); from then on `get_items()` starts with the
-    breadcrumb (SEEN-1). The breadcrumb is not stored: `crumb_present` is the owner's flag
-    (pass `crumb_present=True` when reopening a session this wrapper trimmed)."""
+    Every item is stored in `inner` as `inner` stores it (`add_items` only appends, so
+    concurrent saves, cancellation and crashes keep what `inner` keeps); `get_items()` reads
+    the stored items and returns the newest `max_turns` whole turns, the breadcrumb first when
+    older turns are left out (SEEN-1), with one `HistoryTrimmed` to `on_trim` (SEEN-2). The
+    stored session is never rewritten, so nothing is lost; `crumb_present=True` says the
+    stored items were trimmed before (by an older version of this wrapper) and begin with
+    turns after an omission."""
 
     def __init__(
         self,
@@ -315,39 +365,31 @@ class HisttrimSession(SessionABC):
         self.trimmer = Trimmer(budget_tokens=0, max_turns=max_turns, on_trim=on_trim)
         if not isinstance(crumb_present, bool):
             raise ValueError(f"crumb_present: expected True or False, got {crumb_present!r}")
+        self.stored_crumb = crumb_present
         self.crumb_present = crumb_present
+        """Whether the last `get_items()` began with the breadcrumb (the input filter reads
+        it: the SDK copies session items, so their type is lost)."""
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        items = await self.inner.get_items(limit)
-        if self.crumb_present and limit is None:
-            return [cast(TResponseInputItem, Breadcrumb()), *items]
-        return items
+        stored = await self.inner.get_items()
+        crumb: list[Any] = [Breadcrumb()] if self.stored_crumb else []
+        units, rows = to_rows([*crumb, *stored])
+        done = self.trimmer.trim(units, rows, crumb=CRUMB, crumb_present=self.stored_crumb)
+        view = from_units([*crumb, *stored], done.units) if done.trimmed else [*crumb, *stored]
+        self.crumb_present = bool(view) and isinstance(view[0], Breadcrumb)
+        if limit is not None:
+            return view[-limit:] if limit > 0 else []
+        return view
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         await self.inner.add_items(items)
-        stored = await self.inner.get_items()
-        crumb: list[Any] = [Breadcrumb()] if self.crumb_present else []
-        units, rows = to_rows([*crumb, *stored])
-        done = self.trimmer.trim(units, rows, crumb=CRUMB, crumb_present=self.crumb_present)
-        if not done.trimmed:
-            return
-        kept = [item for item in from_units([*crumb, *stored], done.units)
-                if not isinstance(item, Breadcrumb)]
-        await self.inner.clear_session()
-        try:
-            await self.inner.add_items(kept)
-        except BaseException:
-            await self.inner.clear_session()
-            await self.inner.add_items(stored)  # a failure leaves the session as it was
-            raise
-        self.crumb_present = True
 
     async def pop_item(self) -> TResponseInputItem | None:
         return await self.inner.pop_item()
 
     async def clear_session(self) -> None:
         await self.inner.clear_session()
-        self.crumb_present = False
+        self.stored_crumb = self.crumb_present = False
 
 
 async def run_with_histtrim(

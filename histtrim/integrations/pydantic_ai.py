@@ -22,31 +22,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
-from pydantic_ai.messages import (
-    BinaryContent,
-    ImageUrl,
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryFeedbackPart,
-    RetryPromptPart,
-    SystemPromptPart,
-    TextPart,
-    ThinkingPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.models import ModelRequestContext
-
-from histtrim.carriers import image_marker
+from histtrim.carriers import file_marker, framework_user_text, image_marker
 from histtrim.counting import TokenCounter
+from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
 from histtrim.route import ResolvedRuntime
+
+with framework_imports("pydantic-ai"):
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import AbstractCapability, WrapRunHandler
+    from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
+    from pydantic_ai.messages import (
+        BinaryContent,
+        FileUrl,
+        ImageUrl,
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        RetryFeedbackPart,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestContext
 
 CRUMB_METADATA = {"histtrim": "breadcrumb"}
 """The breadcrumb request's `metadata` (never sent to the model): how it is told apart."""
@@ -190,20 +193,32 @@ def _part_row(part: Any) -> ChatMessage | None:
 
 
 def _user_text(content: Any) -> str:
-    """A user prompt's text; images become `[IMAGE:...]` markers, priced as images (EST-2)."""
+    """A user prompt's text: its text as text, each image an `[IMAGE:...]` marker (EST-2) and
+    each other file (a document, audio, video) one attachment (`file_marker`)."""
     if isinstance(content, str):
-        return content
-    pieces: list[str] = []
+        return framework_user_text([(content, False)])
+    pieces: list[tuple[str, bool]] = []
     for item in content:
         if isinstance(item, str):
-            pieces.append(item)
+            pieces.append((item, False))
         elif isinstance(item, ImageUrl):
-            pieces.append(image_marker(item.url))
+            pieces.append((image_marker(item.url), True))
         elif isinstance(item, BinaryContent) and item.is_image:
-            pieces.append(image_marker(f"data:{item.media_type};base64,{item.identifier}"))
+            pieces.append((image_marker(f"data:{item.media_type};base64,{item.identifier}"), True))
+        elif isinstance(item, BinaryContent):
+            pieces.append((file_marker(item.media_type, item.identifier), True))
+        elif isinstance(item, FileUrl):
+            pieces.append((file_marker(_media_type(item), item.url), True))
         else:
-            pieces.append(_dumps(item))
-    return "".join(pieces)
+            pieces.append((_dumps(item), False))
+    return framework_user_text(pieces)
+
+
+def _media_type(item: FileUrl) -> str:
+    try:
+        return item.media_type
+    except ValueError:  # no type given and none inferred from the URL
+        return "application/octet-stream"
 
 
 def _dumps(value: Any) -> str:
@@ -246,6 +261,15 @@ class HisttrimCapability(AbstractCapability[Any]):
             units, rows, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
         )
         return from_units(messages, done.units), done
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
+        """The run, and then its per-run state forgotten however it ended (completed,
+        failed or cancelled): the capability holds only the runs in flight."""
+        try:
+            return await handler()
+        finally:
+            self._sent.pop(ctx.run_id, None)
+            self._retry.pop(ctx.run_id, None)
 
     async def prepare_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext

@@ -49,8 +49,8 @@ class ExplorerView:
 
     def turn_map(self) -> str:
         """One character per turn, oldest first: `#` kept, `.` dropped by the token budget,
-        `x` dropped by the turn limit."""
-        marks = {"token_budget": ".", "turn_limit": "x"}
+        `x` dropped by the turn limit, `o` by the recovery from a context overflow."""
+        marks = {"token_budget": ".", "turn_limit": "x", "context_overflow": "o"}
         return "".join(
             "#" if row.kept else marks.get(row.dropped_by.reason if row.dropped_by else "", "?")
             for row in self.turns
