@@ -1,0 +1,181 @@
+"""RUN-1, LIMIT-1..2, SEEN-1 for callers that pass the whole history on every request: with a
+low-water mark the cut is the one the Agent holds (`histtrim.low_water`), so the prompt prefix
+is rewritten only when the Agent would rewrite it; with the spec's targets nothing changes."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from histtrim.adapters import trim_records, trim_records_held
+from histtrim.adapters.openai import from_openai, to_openai, trim_openai
+from histtrim.counting import Pricing
+from histtrim.integrations._trimmer import Trimmer
+from histtrim.low_water import holds_cut, request_points
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
+from histtrim.review.prefix import (
+    agent_prompts,
+    cut_moves,
+    prefix_cost,
+    request_prompts,
+    whole_history_requests,
+)
+from histtrim.trim import breadcrumb_message
+from histtrim.turns import index_turns
+from histtrim.visible import plan_visible_trim
+from livingspec.strategies import chat_histories
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = ROOT / "examples" / "sessions" / "very-long-coding-agent.jsonl"
+LOW = Policy(token_trim_target=Fraction(7, 10))
+
+
+def long_session(rows: int) -> list[ChatMessage]:
+    records = [json.loads(line) for line in LONG.read_text(encoding="utf-8").splitlines()]
+    out = [ChatMessage.model_validate({k: v for k, v in r.items() if k != "kind"})
+           for r in records]
+    return out[:rows]
+
+
+def test_trim_openai_with_the_whole_history_pays_what_the_agent_pays() -> None:
+    """The issue's measure: `trim_openai` called with the whole history at every request
+    point, `Policy(token_trim_target=7/10)`: the Agent's cut moves (±1) and input cost (10 %)."""
+    rows = long_session(500)
+    budget = 6_000
+
+    def trim(history: list[ChatMessage]) -> list[ChatMessage]:
+        done = trim_openai(to_openai(history), budget_tokens=budget, policy=LOW)
+        return from_openai(done.records)
+
+    whole = prefix_cost(request_prompts(whole_history_requests(rows, trim)))
+    agent = prefix_cost(agent_prompts("long", rows, budget, LOW))
+    assert agent.cut_moves >= 3  # the session is over budget many times
+    assert abs(whole.cut_moves - agent.cut_moves) <= 1
+    assert whole.anthropic == pytest.approx(agent.anthropic, rel=0.1)
+    assert whole.openai == pytest.approx(agent.openai, rel=0.1)
+
+
+def _reference_cuts(
+    rows: list[ChatMessage], budget: int, max_turns: int | None, policy: Policy
+) -> list[tuple[int, list[ChatMessage]]]:
+    """The Agent's rule run naively, one request at a time: the request is the prefix, the
+    breadcrumb once inserted and the rows from the cut; `plan_visible_trim` (the Agent's own
+    planner) moves the cut when a limit is exceeded. The cut (a row of `rows`) and the rows
+    sent, per request."""
+    index = index_turns(rows)
+    body, cut, crumb = index.body_start, index.body_start, False
+    pricing = Pricing(policy)
+    cuts = []
+    for end in request_points(rows):
+        request = [*rows[:body], *([breadcrumb_message()] if crumb else []), *rows[cut:end]]
+        inner = index_turns(request, crumb_present=crumb)
+        plan = plan_visible_trim(
+            inner, pricing.costs(request, inner), max_turns=max_turns, budget_tokens=budget,
+            budget_in_force=budget, crumb_cost=lambda: pricing.plain(breadcrumb_message()),
+            turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+        )
+        if plan.trimmed:
+            cut += plan.cut - inner.body_start
+            crumb = True
+            request = plan.kept(request, breadcrumb_message())
+        cuts.append((cut, request))
+    return cuts
+
+
+POLICIES = st.builds(
+    Policy,
+    token_trim_target=st.sampled_from([Fraction(1, 2), Fraction(7, 10), Fraction(9, 10)]),
+    turn_trim_target=st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 4)]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chat_histories(min_turns=2, max_turns=9, crumb=False, malformed=False),
+    st.integers(40, 900),
+    st.one_of(st.none(), st.integers(1, 5)),
+    POLICIES,
+)
+def test_the_held_cut_is_the_agents_cut_and_the_prefix_is_stable(
+    generated: object, budget: int, max_turns: int | None, policy: Policy
+) -> None:
+    """At every request point the cut equals the Agent's rule run request by request; between
+    two cut moves each request starts with the previous one, byte for byte; as many moves."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    reference = _reference_cuts(rows, budget, max_turns, policy)
+    sent = []
+    for end, (expected, request) in zip(request_points(rows), reference, strict=True):
+        done = trim_records_held(
+            rows[:end], rows[:end], budget_tokens=budget, max_turns=max_turns,
+            budget_in_force=budget, breadcrumb_record=breadcrumb_message(), policy=policy,
+        )
+        kept_from = index_turns(rows[:end]).body_start + len(done.result.dropped)
+        assert kept_from == expected
+        body = index_turns(rows).body_start
+        crumb = [breadcrumb_message()] if kept_from > body else []
+        assert done.rows == [*rows[:body], *crumb, *rows[kept_from:end]]
+        assert done.records == done.rows == request
+        sent.append(done.rows)
+    prompts = request_prompts(sent)
+    assert cut_moves(prompts) == cut_moves(request_prompts(r for _, r in reference))
+    cuts = [cut for cut, _ in reference]
+    for before, after, c0, c1 in zip(sent, sent[1:], cuts, cuts[1:], strict=False):
+        if c0 == c1:
+            assert [r.model_dump_json() for r in after[: len(before)]] == [
+                r.model_dump_json() for r in before
+            ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(chat_histories(min_turns=1, max_turns=8, crumb=False), st.integers(0, 900),
+       st.one_of(st.none(), st.integers(0, 5)))
+def test_the_spec_policy_trims_just_to_fit_as_before(
+    generated: object, budget: int, max_turns: int | None
+) -> None:
+    """Targets of 1 never replay: the same plan as `plan_visible_trim`, event for event."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    assert not holds_cut(SPEC)
+    index = index_turns(rows)
+    pricing = Pricing()
+    plan = plan_visible_trim(
+        index, pricing.costs(rows, index), max_turns=max_turns, budget_tokens=budget,
+        budget_in_force=budget, crumb_cost=lambda: pricing.plain(breadcrumb_message()),
+    )
+    done = trim_records_held(rows, rows, budget_tokens=budget, max_turns=max_turns,
+                             budget_in_force=budget, breadcrumb_record=breadcrumb_message())
+    assert done.events == plan.events
+    assert done.rows == plan.kept(rows, breadcrumb_message())
+
+
+@settings(max_examples=100, deadline=None)
+@given(chat_histories(min_turns=2, max_turns=8, crumb=False, malformed=False),
+       st.integers(40, 600), st.data())
+def test_an_edited_history_never_leaves_a_stale_cut(
+    generated: object, budget: int, data: st.DataObject
+) -> None:
+    """The cut is derived from the history each time: after the owner removes rows, the
+    result is a cut of the edited history (kept plus dropped is it) that fits or keeps one
+    turn, whatever was cut before."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    start = data.draw(st.integers(0, len(rows) - 1))
+    stop = data.draw(st.integers(start, len(rows) - 1))
+    edited = rows[:start] + rows[stop:]
+    done = trim_records(edited, edited, budget_tokens=budget, policy=LOW,
+                        breadcrumb_record=breadcrumb_message())
+    crumb = [breadcrumb_message()] if done.crumb_inserted else []
+    body = index_turns(edited).body_start
+    assert [*edited[:body], *done.result.dropped, *done.rows[body + len(crumb):]] == edited
+    fits = done.result.tokens_after <= budget or done.result.kept_turns <= 1
+    assert fits
+
+
+def test_trimmer_takes_a_policy_and_names_a_bad_one() -> None:
+    assert Trimmer(budget_tokens=100, policy=LOW).policy == LOW
+    with pytest.raises(ValueError, match="^policy: expected a histtrim Policy, got dict$"):
+        Trimmer(budget_tokens=100, policy={"token_trim_target": "7/10"})  # type: ignore[arg-type]
