@@ -177,5 +177,5 @@ def test_an_edited_history_never_leaves_a_stale_cut(
 
 def test_trimmer_takes_a_policy_and_names_a_bad_one() -> None:
     assert Trimmer(budget_tokens=100, policy=LOW).policy == LOW
-    with pytest.raises(ValueError, match="^policy: expected a histtrim Policy, got dict$"):
+    with pytest.raises(ValueError, match=r"^policy: expected a histtrim Policy, got dict$"):
         Trimmer(budget_tokens=100, policy={"token_trim_target": "7/10"})  # type: ignore[arg-type]
