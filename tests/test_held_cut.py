@@ -179,3 +179,32 @@ def test_trimmer_takes_a_policy_and_names_a_bad_one() -> None:
     assert Trimmer(budget_tokens=100, policy=LOW).policy == LOW
     with pytest.raises(ValueError, match=r"^policy: expected a histtrim Policy, got dict$"):
         Trimmer(budget_tokens=100, policy={"token_trim_target": "7/10"})  # type: ignore[arg-type]
+
+
+def test_cli_trim_takes_the_policy_and_holds_the_agents_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`histtrim trim --policy FILE` (or `--token-target`) cuts a recorded session where the
+    Agent holds its cut after the session's requests: the adapters' cut, not just-to-fit."""
+    from histtrim.cli import main
+
+    rows = long_session(500)
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(r.model_dump_json(exclude={"kind"}) + "\n" for r in rows))
+    policy = tmp_path / "low.toml"
+    policy.write_text('token_trim_target = "7/10"\n')
+    held = trim_records(rows, rows, budget_tokens=6_000, policy=LOW,
+                        breadcrumb_record=breadcrumb_message())
+    fit = trim_records(rows, rows, budget_tokens=6_000, breadcrumb_record=breadcrumb_message())
+    assert held.rows != fit.rows
+    for flags in (["--policy", policy], ["--token-target", "7/10"]):
+        out = tmp_path / "out.jsonl"
+        assert main(["trim", str(source), "--budget", "6000", *map(str, flags), "-o", str(out)]) == 0
+        written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
+        assert written == held.rows
+        assert "token_trim_target 1 -> 7/10" in capsys.readouterr().err
+    assert main(["trim", str(source), "--budget", "6000", "--token-target", "3/2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "histtrim: error: --token-target: field 'token_trim_target': Value error, must be "
+        "greater than 0 and at most 1, got 3/2"
+    )
