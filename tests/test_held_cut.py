@@ -199,7 +199,8 @@ def test_cli_trim_takes_the_policy_and_holds_the_agents_cut(
     assert held.rows != fit.rows
     for flags in (["--policy", policy], ["--token-target", "7/10"]):
         out = tmp_path / "out.jsonl"
-        assert main(["trim", str(source), "--budget", "6000", *map(str, flags), "-o", str(out)]) == 0
+        argv = ["trim", str(source), "--budget", "6000", *map(str, flags), "-o", str(out)]
+        assert main(argv) == 0
         written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
         assert written == held.rows
         assert "token_trim_target 1 -> 7/10" in capsys.readouterr().err
