@@ -91,11 +91,12 @@ class PrefixCost:
     openai: float
 
 
-def prefix_cost(prompts: Sequence[Prompt]) -> PrefixCost:
-    """The requests' figures under both cache models (`histtrim.review.cache`)."""
-    anthropic = totals(price_calls(prompts, ANTHROPIC))
-    openai = totals(price_calls(prompts, OPENAI))
+def prefix_cost(*sessions: Sequence[Prompt]) -> PrefixCost:
+    """The requests' figures under both cache models (`histtrim.review.cache`): each
+    session's requests priced on their own (no cache is shared between sessions), summed."""
+    anthropic = totals([c for s in sessions for c in price_calls(s, ANTHROPIC)])
+    openai = totals([c for s in sessions for c in price_calls(s, OPENAI)])
     return PrefixCost(
-        len(prompts), cut_moves(prompts), anthropic.cached_share, anthropic.relative_cost,
-        openai.relative_cost,
+        anthropic.calls, sum(cut_moves(s) for s in sessions), anthropic.cached_share,
+        anthropic.relative_cost, openai.relative_cost,
     )
