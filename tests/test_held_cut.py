@@ -209,3 +209,23 @@ def test_cli_trim_takes_the_policy_and_holds_the_agents_cut(
         "histtrim: error: --token-target: field 'token_trim_target': Value error, must be "
         "greater than 0 and at most 1, got 3/2"
     )
+
+
+def test_the_kit_checks_the_held_cut_against_the_agent() -> None:
+    """The kit's `held_cut` (conformance vectors for another implementation): on a scripted
+    session its requests rewrite the prefix exactly as often as the Agent's do."""
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    rows = long_session(240)
+    arguments = {"budget_tokens": 3_000, "max_turns": None, "token_target": "7/10",
+                 "turn_target": "1"}
+    result = evaluate("held_cut", rows_json(rows), arguments)["result"]
+    agent = prefix_cost(agent_prompts("long", rows, 3_000, LOW))
+    assert agent.cut_moves >= 3
+    assert result["cut_moves"] == agent.cut_moves
+    cuts = [r["cut"] for r in result["requests"]]
+    assert cuts == sorted(cuts)  # the cut only moves forward
+    assert all(r["tokens"] <= 3_000 for r in result["requests"])
+    bad = evaluate("held_cut", rows_json(rows), {**arguments, "token_target": "3/2"})
+    assert bad == {"error": {"kind": "invalid_input"}}
