@@ -25,10 +25,10 @@ from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
 
 
-def holds_cut(policy: Policy) -> bool:
-    """Whether `policy` sets a low-water mark (a target below 1): only then is the cut
+def holds_cut(targets: Policy) -> bool:
+    """Whether the policy `targets` sets a low-water mark (a target below 1): only then is the cut
     replayed; with the spec's targets (1) every caller trims just to fit, as before."""
-    return policy.token_trim_target < 1 or policy.turn_trim_target < 1
+    return targets.token_trim_target < 1 or targets.turn_trim_target < 1
 
 
 def request_points(rows: Sequence[ChatMessage]) -> list[int]:

@@ -100,7 +100,7 @@ def trim_messages(
 def _held(
     items: list[BaseMessage], rows: list[ChatMessage], index: TurnIndex, costs: list[int],
     count: Callable[[Any], int] | None, max_tokens: int, include_system: bool,
-    breadcrumb: bool, policy: Policy,
+    breadcrumb: bool, policy: Policy = SPEC,
 ) -> list[BaseMessage]:
     """`trim_messages` with a low-water mark: the cut the `Agent` would hold (`plan_held_trim`)."""
     prefix = index.prefix_len if include_system else 0
