@@ -229,3 +229,37 @@ def test_the_kit_checks_the_held_cut_against_the_agent() -> None:
     assert all(r["tokens"] <= 3_000 for r in result["requests"])
     bad = evaluate("held_cut", rows_json(rows), {**arguments, "token_target": "3/2"})
     assert bad == {"error": {"kind": "invalid_input"}}
+
+
+def test_every_adapter_holds_the_same_cut() -> None:
+    """The Anthropic body trim, LangChain's `trim_messages` and the runtime's policy through
+    the `Trimmer` cut where `trim_records` does: one mechanism (`plan_held_trim`)."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import convert_to_messages
+
+    from histtrim.adapters.anthropic import from_anthropic, to_anthropic, trim_anthropic
+    from histtrim.adapters.langchain import from_langchain, trim_messages
+    from histtrim.config import ProviderProfile, RuntimeProfile
+    from histtrim.route import resolve_runtime
+
+    rows = long_session(160)[:-1]  # ends on a tool result: a request is due
+    expected = trim_records(rows, rows, budget_tokens=2_500, policy=LOW,
+                            breadcrumb_record=breadcrumb_message())
+    assert expected.trimmed
+    messages = to_openai(rows)
+    trimmed, _ = trim_anthropic(to_anthropic(rows), budget_tokens=2_500, policy=LOW)
+    anthropic_rows = from_anthropic(trimmed).rows  # results as carriers: compare the turns
+    assert [r.content for r in anthropic_rows if r.facts.opens_turn][1:] == [
+        r.content for r in expected.rows if r.role == "user" and r.facts.opens_turn][1:]
+    assert len(anthropic_rows) == len(expected.rows)
+    kept = trim_messages(convert_to_messages(messages), max_tokens=2_500, policy=LOW,
+                         breadcrumb=True)
+    assert [r.content for r in from_langchain(kept)] == [r.content for r in expected.rows]
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=2_500, max_history_messages=500),
+        ProviderProfile(model="m", context_window=100_000), None, policy=LOW,
+    )
+    trimmer = Trimmer(runtime)
+    assert trimmer.policy == LOW
+    done = trimmer.trim(list(rows), rows, crumb=breadcrumb_message(), crumb_present=False)
+    assert done.rows == expected.rows
