@@ -75,7 +75,8 @@ def trim_records(
     token budget configured beside the turn limit (0 when none), which a turn-limit event
     reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere. A
     `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
-    event's figures (`histtrim.counting`)."""
+    event's figures (`histtrim.counting`). A `policy` with a low-water mark holds the cut the
+    `Agent` would hold over the requests these rows record (`trim_records_held`)."""
 
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")

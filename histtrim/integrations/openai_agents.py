@@ -304,7 +304,8 @@ class HisttrimSession(SessionABC):
     After `add_items` goes over the limit, the oldest turns are removed from `inner` and one
     `HistoryTrimmed` goes to `on_trim` (SEEN-2); from then on `get_items()` starts with the
     breadcrumb (SEEN-1). The breadcrumb is not stored: `crumb_present` is the owner's flag
-    (pass `crumb_present=True` when reopening a session this wrapper trimmed)."""
+    (pass `crumb_present=True` when reopening a session this wrapper trimmed). `policy`: a
+    `turn_trim_target` below 1 trims down to that share of `max_turns`, once over the limit."""
 
     def __init__(
         self,
