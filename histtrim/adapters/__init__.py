@@ -12,11 +12,12 @@ from typing import Generic, TypeVar
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
+from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
 from histtrim.turns import index_turns
-from histtrim.visible import plan_visible_trim
+from histtrim.visible import VisibleTrim, plan_visible_trim
 
 R = TypeVar("R")
 
@@ -33,6 +34,8 @@ class RecordTrimResult(Generic[R]):
     crumb_present: bool
     """The breadcrumb flag for the output: pass it to the next trim of these records."""
     crumb_inserted: bool
+    events: tuple[HistoryTrimmed, ...] = ()
+    """Every drop's event: two when both limits dropped turns (`event` is the last)."""
 
     @property
     def trimmed(self) -> bool:
@@ -72,29 +75,66 @@ def trim_records(
     token budget configured beside the turn limit (0 when none), which a turn-limit event
     reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere. A
     `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
-    event's figures (`histtrim.counting`)."""
+    event's figures (`histtrim.counting`). A `policy` with a low-water mark holds the cut the
+    `Agent` would hold over the requests these rows record (`trim_records_held`)."""
 
-    if len(records) != len(rows):
-        raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")
+    return trim_records_held(
+        records, rows, budget_tokens=budget_tokens, max_turns=max_turns,
+        crumb_present=crumb_present, breadcrumb_record=breadcrumb_record,
+        budget_in_force=budget_in_force, token_counter=token_counter, policy=policy,
+    )
+
+
+def trim_records_held(
+    records: Sequence[R],
+    rows: Sequence[ChatMessage],
+    *,
+    budget_tokens: int | None = None,
+    max_turns: int | None = None,
+    crumb_present: bool = False,
+    breadcrumb_record: R | None = None,
+    budget_in_force: int = 0,
+    token_counter: TokenCounter | None = None,
+    policy: Policy = SPEC,
+) -> RecordTrimResult[R]:
+    """`trim_records` with either limit or both (the turn limit, then the budget: the
+    runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
+    cut is the one the `Agent` would hold after the requests these rows record, so a caller
+    passing the whole history on every request resends a stable prefix; with the spec's
+    targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans."""
+    if len(records) != len(rows):
+        raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
+    if budget_tokens is None and max_turns is None:
+        raise ValueError("budget_tokens, max_turns: pass at least one of them")
     if budget_tokens is not None:
         non_negative("budget_tokens", budget_tokens)
-    else:
+    if max_turns is not None:
         non_negative("max_turns", max_turns)
     rows = chat_rows(rows)
     index = index_turns(rows, crumb_present=crumb_present)
     crumb_row, prices = breadcrumb_message(), Pricing(policy, token_counter)
     counter = prices.counter_name
-    plan = plan_visible_trim(
-        index, prices.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
-        budget_in_force=budget_in_force, crumb_cost=lambda: prices.plain(crumb_row),
-        breadcrumb=breadcrumb_record is not None, counter=counter,
-    )
+    plan: VisibleTrim
+    if holds_cut(policy):
+        plan = plan_held_trim(
+            index, two_prices(rows, index, prices), request_points(rows), max_turns=max_turns,
+            budget_tokens=budget_tokens, budget_in_force=budget_in_force,
+            crumb_cost=lambda: prices.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
+            counter=counter, turn_target=policy.turn_trim_target,
+            token_target=policy.token_trim_target,
+        )
+    else:
+        plan = plan_visible_trim(
+            index, prices.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
+            budget_in_force=budget_in_force, crumb_cost=lambda: prices.plain(crumb_row),
+            breadcrumb=breadcrumb_record is not None, counter=counter,
+        )
     kept_rows = plan.kept(rows, crumb_row)
     dropped = plan.dropped(rows)
     result: TrimResult | TurnCountTrimResult[ChatMessage]
-    if budget_tokens is not None:
+    if budget_tokens is not None:  # with both limits too: the figures are tokens
         result = TrimResult(
             kept_rows, dropped, len(dropped), plan.first, plan.turns_after, plan.tokens_before,
             plan.tokens_after, budget_tokens, counter,
@@ -108,6 +148,6 @@ def trim_records(
         return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
     crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
     return RecordTrimResult(
-        plan.kept(records, crumb_record), kept_rows, result, plan.events[0],
-        plan.crumb_present, plan.crumb_inserted,
+        plan.kept(records, crumb_record), kept_rows, result, plan.events[-1],
+        plan.crumb_present, plan.crumb_inserted, plan.events,
     )

@@ -34,6 +34,7 @@ from histtrim.adapters.anthropic_write import AnthropicMessage, row_message
 from histtrim.adapters.kinds import json_kind
 from histtrim.carriers import file_marker, image_marker, json_object, tool_results_carrier
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.policy import SPEC, Policy
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ def trim_anthropic(
     max_turns: int | None = None,
     crumb_present: bool = False,
     breadcrumb: bool = True,
+    policy: Policy = SPEC,
 ) -> tuple[dict[str, Any], RecordTrimResult[AnthropicMessage | None]]:
     """Trim a request body by token budget or turn count, whole turns only: a `tool_use` and
     its `tool_result` are kept or dropped together, the `system` always stays (TURN-5).
@@ -127,6 +129,7 @@ def trim_anthropic(
         max_turns=max_turns,
         crumb_present=crumb_present,
         breadcrumb_record=anthropic_breadcrumb() if breadcrumb else None,
+        policy=policy,
     )
     kept = [record for record in result.records[system:] if record is not None]
     return conversation.to_body(kept), result

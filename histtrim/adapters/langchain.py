@@ -15,8 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from histtrim.carriers import file_marker, file_target, framework_user_text, image_marker
+from histtrim.counting import Pricing
 from histtrim.estimate import message_costs
+from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.policy import SPEC, Policy
 from histtrim.trim import first_turn_within
 from histtrim.turns import TurnIndex, index_turns
 
@@ -49,6 +52,7 @@ def trim_messages(
     start_on: Any = None,
     end_on: Any = None,
     breadcrumb: bool = False,
+    policy: Policy = SPEC,
 ) -> list[BaseMessage]:
     """The newest whole turns that fit `max_tokens`, as the input's own message objects.
 
@@ -57,7 +61,9 @@ def trim_messages(
     LangChain's, it defaults to True). Turns always start on a `HumanMessage` and the newest
     turn is kept whole, so `start_on`/`end_on` are accepted for drop-in use and have nothing
     left to fix. With `breadcrumb=True` a `HumanMessage` with the breadcrumb text goes after
-    the system messages when turns were dropped (SEEN-1), counted toward `max_tokens`."""
+    the system messages when turns were dropped (SEEN-1), counted toward `max_tokens`. A
+    `policy` with a low-water `token_trim_target` keeps the cut the `Agent` would hold
+    (`histtrim.low_water`), so the messages passed on every request keep a stable prefix."""
     if strategy != "last":
         raise ValueError("strategy: histtrim keeps the newest whole turns; only 'last' applies")
     if allow_partial:
@@ -68,8 +74,11 @@ def trim_messages(
     items = list(messages)
     rows = from_langchain(items)
     count = _counter(token_counter)
-    costs = message_costs(rows) if count is None else [count(m) for m in items]
+    costs = message_costs(rows, policy=policy) if count is None else [count(m) for m in items]
     index = index_turns(rows)
+    if holds_cut(policy):
+        return _held(items, rows, index, costs, count, max_tokens, include_system, breadcrumb,
+                     policy)
     if sum(costs) <= max_tokens or index.turn_count <= 1:
         return items
     # Kept whatever happens: the leading system messages (include_system) and the crumb.
@@ -78,7 +87,7 @@ def trim_messages(
     if breadcrumb:
         crumb = [_lc().HumanMessage(content=BREADCRUMB)]
         crumb_row = ChatMessage.user(BREADCRUMB)
-        price = message_costs([crumb_row])[0] if count is None else count(crumb[0])
+        price = message_costs([crumb_row], policy=policy)[0] if count is None else count(crumb[0])
         costs = [*costs[:prefix], price, *costs[prefix:]]
     shift = len(crumb)
     view = TurnIndex(
@@ -86,6 +95,27 @@ def trim_messages(
     )
     first, _ = first_turn_within(view, costs, max_tokens)  # >= 1: the whole list is over
     return [*items[:prefix], *crumb, *items[index.starts[first] :]]
+
+
+def _held(
+    items: list[BaseMessage], rows: list[ChatMessage], index: TurnIndex, costs: list[int],
+    count: Callable[[Any], int] | None, max_tokens: int, include_system: bool,
+    breadcrumb: bool, policy: Policy = SPEC,
+) -> list[BaseMessage]:
+    """`trim_messages` with a low-water mark: the cut the `Agent` would hold (`plan_held_trim`)."""
+    prefix = index.prefix_len if include_system else 0
+    view = TurnIndex(len(rows), prefix, None, index.starts, index.facts)
+    prices = (costs, costs) if count is not None else two_prices(rows, view, Pricing(policy))
+    crumb = _lc().HumanMessage(content=BREADCRUMB)
+    plan = plan_held_trim(
+        view, prices, request_points(rows), budget_tokens=max_tokens,
+        crumb_cost=lambda: (
+            message_costs([ChatMessage.user(BREADCRUMB)], policy=policy)[0]
+            if count is None else count(crumb)
+        ),
+        breadcrumb=breadcrumb, token_target=policy.token_trim_target,
+    )
+    return plan.kept(items, crumb) if plan.trimmed else items
 
 
 def from_langchain(messages: Sequence[BaseMessage]) -> list[ChatMessage]:

@@ -90,7 +90,9 @@ def trim_openai(
 
     Kept messages come back as copies of the input dicts, untouched; when turns are dropped
     the breadcrumb message is inserted after the leading system messages (unless
-    `breadcrumb=False`) and the result carries the `HistoryTrimmed` event."""
+    `breadcrumb=False`) and the result carries the `HistoryTrimmed` event. With a `policy` that
+    sets a low-water mark (`Policy(token_trim_target=Fraction(7, 10))`), passing the whole
+    history on every request keeps the cut the `Agent` would hold (`trim_records`)."""
     rows = from_openai(messages)
     return trim_records(
         [copy.deepcopy(dict(m)) for m in messages],

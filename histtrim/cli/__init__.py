@@ -90,6 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     limit.add_argument("--max-turns", type=count, help="keep at most this many turns")
     route_args(trim, required=False)
     trim.add_argument("-o", "--output", help="write here instead of stdout")
+    trim.add_argument(
+        "--policy",
+        help="a policy .toml/.json: its constants price the rows, and a low-water target below "
+        "1 keeps the cut the Agent would hold over the requests the history records",
+    )
+    trim.add_argument("--token-target", metavar="RATIO",
+                      help="the policy's token_trim_target, e.g. 7/10 (default: 1, the spec)")
+    trim.add_argument("--turn-target", metavar="RATIO",
+                      help="the policy's turn_trim_target, e.g. 1/2 (default: 1, the spec)")
     add_tokenizer_arg(trim)
     trim.set_defaults(run=cmd_trim, command_parser=trim)
 

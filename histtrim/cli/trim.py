@@ -12,10 +12,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import openai_breadcrumb
 from histtrim.adapters.rewrite import FileTrim, trim_history, write_history
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
+from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
 from histtrim.cli.jsontext import display_name, read_bytes
@@ -25,8 +28,10 @@ from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
 from histtrim.events import HistoryTrimmed
+from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
+from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex
@@ -41,7 +46,11 @@ class _Limits:
     budget: int | None
     route: ResolvedRuntime | None = None
     pricing: Pricing = ESTIMATE
-    """The spec's estimate, or the `--tokenizer` counter's."""
+    """The spec's estimate, or the `--tokenizer` counter's, with the `--policy` constants."""
+
+    @property
+    def policy(self) -> Policy:
+        return self.pricing.policy
 
     def describe(self) -> str:
         parts = []
@@ -53,6 +62,7 @@ class _Limits:
             parts.append(f"route {self.route.provider_alias}/{self.route.model or '-'}")
         if self.pricing.counter_name is not None:
             parts.append(f"counted by {self.pricing.counter_name}")
+        parts.extend(f"{key} {change}" for key, change in self.policy.changes().items())
         return ", ".join(parts)
 
 
@@ -74,8 +84,28 @@ class _Outcome:
     """The pairing warnings, when the reader found them in its pass (else from `written`)."""
 
 
+def _policy(args: argparse.Namespace) -> Policy:
+    """`--policy` (else the spec) with `--token-target` / `--turn-target` on top; a bad value
+    names its flag or its file and field."""
+    policy = SPEC if args.policy is None else load_config(args.policy, Policy)
+    changes = {
+        field: text for field, text in (
+            ("token_trim_target", args.token_target), ("turn_trim_target", args.turn_target)
+        ) if text is not None
+    }
+    if not changes:
+        return policy
+    try:
+        return Policy.model_validate({**policy.model_dump(), **changes})
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        flag = "--token-target" if field == "token_trim_target" else "--turn-target"
+        raise InputError(flag, first["msg"], field=field) from None
+
+
 def _limits(args: argparse.Namespace) -> _Limits:
-    prices = Pricing(counter=token_counter(args))
+    prices = Pricing(_policy(args), token_counter(args))
     if args.config is None:
         return _Limits(args.max_turns, args.budget, pricing=prices)
     runtime = load_route(args)
@@ -101,11 +131,21 @@ def _trim_rows(
     input's row costs."""
     index = index_session(session, rows, crumb)
     prices = limits.pricing
-    plan = plan_visible_trim(
-        index, prices.costs(rows, index), max_turns=limits.max_turns,
-        budget_tokens=limits.budget or 0, crumb_cost=lambda: prices.plain(breadcrumb_message()),
-        counter=prices.counter_name,
-    )
+    crumb_cost = lambda: prices.plain(breadcrumb_message())  # noqa: E731 - asked at most once
+    if holds_cut(limits.policy):  # the cut the Agent holds after the recorded requests
+        policy = limits.policy
+        plan = plan_held_trim(
+            index, two_prices(rows, index, prices), request_points(rows),
+            max_turns=limits.max_turns, budget_tokens=limits.budget or 0,
+            crumb_cost=crumb_cost, counter=prices.counter_name,
+            turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+        )
+    else:
+        plan = plan_visible_trim(
+            index, prices.costs(rows, index), max_turns=limits.max_turns,
+            budget_tokens=limits.budget or 0, crumb_cost=crumb_cost,
+            counter=prices.counter_name,
+        )
     outcome = _Outcome(
         index.turn_count, plan.tokens_before, plan.turns_after, plan.tokens_after,
         events=list(plan.events), crumb_tokens=plan.crumb_tokens,
@@ -117,6 +157,12 @@ def _trim_rows(
 
 
 def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome:
+    if holds_cut(limits.policy):
+        raise InputError(
+            session.path, "a low-water target (--policy, --token-target, --turn-target) holds "
+            "the cut over the requests of provider-facing rows; structured items have none",
+            field="kind",
+        )
     if limits.budget:
         first = next(i for i, item in enumerate(session.items) if item.kind != "chat")
         raise InputError(
@@ -251,7 +297,8 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
 
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
-    hf = fast_rows(source, data, args.format, args.tokenizer)
+    custom = _policy(args) != SPEC  # the file columns are priced with the spec's constants
+    hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
         outcome, data = _trim_file(source, hf, limits, args.crumb_present)

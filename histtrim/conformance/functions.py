@@ -10,7 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim import capacity, carriers, estimate, route, safety, trim, turns
+from histtrim import capacity, carriers, estimate, low_water, route, safety, trim, turns
+from histtrim.adapters import trim_records_held
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
     INVALID_INPUT,
@@ -23,6 +24,7 @@ from histtrim.conformance.codec import (
     rows_json,
 )
 from histtrim.messages import chat_rows, conversation_rows
+from histtrim.policy import Policy
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
 """(history, arguments) -> result; raises `ProtocolError` for an expected error."""
@@ -217,6 +219,37 @@ def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObje
     }
 
 
+def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """Each request the history records, trimmed by a caller passing its whole history
+    (`histtrim.adapters.trim_records_held`), and how often the prompt prefix was rewritten."""
+    rows = chat_rows(history_list(history))
+    budget = require(arguments, "budget_tokens", int)
+    limit = optional(arguments, "max_turns", None)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise ProtocolError(INVALID_INPUT, "arguments.max_turns: expected an integer or null")
+    chosen = Policy(
+        token_trim_target=optional(arguments, "token_target", "1"),
+        turn_trim_target=optional(arguments, "turn_target", "1"),
+    )
+    body = turns.index_turns(rows).body_start
+    requests: list[JsonObject] = []
+    moves, previous = 0, None
+    for end in low_water.request_points(rows):
+        done = trim_records_held(
+            rows[:end], rows[:end], budget_tokens=budget, max_turns=limit,
+            budget_in_force=budget, breadcrumb_record=trim.breadcrumb_message(), policy=chosen,
+        )
+        sent = [row.model_dump_json() for row in done.rows]
+        moves += previous is not None and sent[: len(previous)] != previous
+        previous = sent
+        requests.append({
+            "end": end, "cut": body + len(done.result.dropped),
+            "breadcrumb": done.crumb_inserted,
+            "tokens": done.result.tokens_after if isinstance(done.result, trim.TrimResult) else 0,
+        })
+    return {"requests": requests, "cut_moves": moves}
+
+
 def guarded(function: Function) -> Function:
     """Bad input becomes the `invalid_input` protocol error."""
 
@@ -249,5 +282,6 @@ STATELESS: dict[str, Function] = {
         sweep_orphans,
         cap_tool_result,
         channel_sender_cache,
+        held_cut,
     )
 }

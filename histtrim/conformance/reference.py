@@ -80,6 +80,7 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
         "RUN-1..3 SEEN-1..3 CAP-1..4 LIMIT-1..2 PAIR-1..4 ROUTE-2 TURN-1 KEEP-2..3"
     ),
     "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
+    "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1"),
 }
 """The rules a function's result can check; the first is its rule when a source names none."""
 

@@ -317,6 +317,35 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         }),
         {"runtime": {}, "tools": [], "tool_outputs": [], "script": [], "hidden_window": None},
         "One turn of the legacy agent::run path (SEEN-4, LIMIT-1..2)."),
+    "held_cut": _function(
+        "provider-facing rows",
+        {"budget_tokens": _field(INT, "The token budget; 0 disables the token trim."),
+         "max_turns": _field({"type": ["integer", "null"], "minimum": 0},
+                             "The turn limit (max(max_turns, 1) turns), or null for none."),
+         "token_target": _field({"type": "string"}, "The token low-water mark, an exact "
+                                "ratio in (0, 1] such as \"7/10\"."),
+         "turn_target": _field({"type": "string"}, "The turn low-water mark, as token_target.")},
+        _object({
+            "requests": _field({"type": "array", "items": _object({
+                "end": _field(INT, "The request is the history's rows before this position "
+                              "(each assistant row after a non-assistant row ends one, and "
+                              "the whole history is the last)."),
+                "cut": _field(INT, "The first row of that request kept after the leading "
+                              "system rows (the system row count when nothing is dropped)."),
+                "breadcrumb": _field(BOOL, "True when the breadcrumb is sent after the "
+                                     "system rows (something was dropped)."),
+                "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+            })}, "Each request the history records, trimmed as a caller passing the whole "
+                "history of that request would trim it."),
+            "cut_moves": _field(INT, "How many requests do not start with the whole previous "
+                                "request, row for row."),
+        }),
+        {"max_turns": None, "token_target": "1", "turn_target": "1"},
+        "A caller that passes the whole history on every request keeps the cut the agent "
+        "holds: the cut stays while the rows from it fit, and moves to the low-water mark "
+        "(budget x token_target, or ceil(max_turns x turn_target) turns) only when a limit is "
+        "exceeded; the breadcrumb counts (RUN-1, LIMIT-1..2, SEEN-1). Not in the spec: with "
+        "targets 1 each request is trimmed just to fit."),
 }
 """Protocol function -> its history, arguments and result schemas, and the value of each
 argument a caller leaves out (every exported vector carries every argument)."""

@@ -13,12 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from histtrim.adapters import trim_records
+from histtrim.adapters import trim_records, trim_records_held
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
+from histtrim.low_water import holds_cut
 from histtrim.messages import ChatMessage
 from histtrim.pairing import validate_tool_pairing
+from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.turns import index_turns
 
@@ -55,7 +57,12 @@ class Trimmer:
     the spec's budget (BUDGET-1..9) and turn limit (LIMIT-2), or a plain `budget_tokens`
     (0: no token trim) with an optional `max_turns`; with neither, the spec's defaults for an
     empty `RuntimeProfile` apply (32,000 tokens, 50 turns). `token_counter` prices each row's
-    text instead of EST-1's bytes (`histtrim.counting`); `on_trim` receives every event."""
+    text instead of EST-1's bytes (`histtrim.counting`); `on_trim` receives every event.
+
+    `policy` (default: the runtime's, else the spec's) gives the constants and the low-water
+    marks: with `Policy(token_trim_target=Fraction(7, 10))` the framework's whole history,
+    passed on every request, is cut where the `Agent` would hold its cut
+    (`histtrim.low_water`), so the provider's prompt cache stays warm between cut moves."""
 
     def __init__(
         self,
@@ -65,7 +72,12 @@ class Trimmer:
         max_turns: int | None = None,
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
+        policy: Policy | None = None,
     ) -> None:
+        if policy is not None and not isinstance(policy, Policy):
+            raise ValueError(
+                f"policy: expected a histtrim Policy, got {type(policy).__name__}"
+            )
         if runtime is not None and budget_tokens is not None:
             raise ValueError("budget_tokens: pass a runtime or a budget, not both")
         if runtime is not None and not isinstance(runtime, ResolvedRuntime):
@@ -74,14 +86,17 @@ class Trimmer:
                 f"{type(runtime).__name__}"
             )
         limit: int | None = max_turns
+        chosen = SPEC if policy is None else policy
         if budget_tokens is None:
-            resolved = runtime or resolve_runtime(RuntimeProfile(), None, None)
+            if runtime is not None and policy is not None and runtime.policy != policy:
+                runtime = runtime.model_copy(update={"policy": policy})
+            resolved = runtime or resolve_runtime(RuntimeProfile(), None, None, policy=chosen)
             self.budget_tokens = resolved.effective_context_budget()
             limit = resolved.max_turns if max_turns is None else max_turns
             self.policy = resolved.policy
         else:
             self.budget_tokens = _count("budget_tokens", budget_tokens)
-            self.policy = resolve_runtime(RuntimeProfile(), None, None).policy
+            self.policy = resolve_runtime(RuntimeProfile(), None, None, policy=chosen).policy
         self.max_turns = None if limit is None else _count("max_turns", limit)
         if token_counter is not None and not callable(token_counter):
             raise ValueError("token_counter: expected a callable from a ChatMessage to an int")
@@ -95,7 +110,8 @@ class Trimmer:
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(budget_tokens={self.budget_tokens}, "
-            f"max_turns={self.max_turns}, token_counter={self.token_counter!r})"
+            f"max_turns={self.max_turns}, token_counter={self.token_counter!r}"
+            f"{'' if self.policy == SPEC else f', policy={self.policy.changes()}'})"
         )
 
     def estimate(self, rows: Sequence[ChatMessage]) -> int:
@@ -107,7 +123,17 @@ class Trimmer:
     ) -> Trimmed[U]:
         """The turn limit (KEEP-2, LIMIT-1), then the token budget (KEEP-1, RUN-1), by whole
         turns; a drop inserts `crumb` after the leading system units (SEEN-1) and emits one
-        event (SEEN-2). Nothing to drop: the same units, in order (TURN-6)."""
+        event (SEEN-2). Nothing to drop: the same units, in order (TURN-6). A policy with a
+        low-water mark plans both limits in one replay (`trim_records_held`)."""
+        if holds_cut(self.policy):
+            done = trim_records_held(
+                list(units), list(rows), max_turns=self.max_turns,
+                budget_tokens=self.budget_tokens, budget_in_force=self.budget_tokens,
+                crumb_present=crumb_present, breadcrumb_record=crumb,
+                token_counter=self.token_counter, policy=self.policy,
+            )
+            self._emit(done.events)
+            return Trimmed(done.records, done.rows, done.crumb_present, done.events)
         out_units, out_rows, events = list(units), list(rows), []
         if self.max_turns is not None:
             done = trim_records(

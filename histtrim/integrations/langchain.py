@@ -21,6 +21,7 @@ from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB
+from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
 with framework_imports("langchain"):
@@ -74,7 +75,9 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
 
     Limits as `histtrim.integrations._trimmer.Trimmer` takes them: a `ResolvedRuntime`, or a
     plain `budget_tokens` (and `max_turns`); `token_counter` prices a row's text; `on_trim`
-    receives each `HistoryTrimmed`. `persist=True` also trims the stored state."""
+    receives each `HistoryTrimmed`; `policy` (default: the runtime's) sets the low-water marks,
+    e.g. `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut.
+    `persist=True` also trims the stored state."""
 
     def __init__(
         self,
@@ -84,12 +87,14 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         max_turns: int | None = None,
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
+        policy: Policy | None = None,
         persist: bool = False,
     ) -> None:
         super().__init__()
         self.trimmer = Trimmer(
             runtime, budget_tokens=budget_tokens, max_turns=max_turns,
             token_counter=token_counter, on_trim=on_trim,
+            policy=policy,
         )
         if not isinstance(persist, bool):
             raise ValueError(f"persist: expected True or False, got {persist!r}")

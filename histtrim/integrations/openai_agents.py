@@ -37,6 +37,7 @@ from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
 with framework_imports("openai-agents"):
@@ -240,7 +241,9 @@ class HisttrimInputFilter:
     """A `call_model_input_filter`: the spec's whole-turn trim of each model call's input.
 
     Limits as `Trimmer` takes them: a `ResolvedRuntime`, or a plain `budget_tokens` (and
-    `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event."""
+    `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event;
+    `policy` (default: the runtime's) sets the low-water marks, e.g.
+    `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut."""
 
     def __init__(
         self,
@@ -250,11 +253,13 @@ class HisttrimInputFilter:
         max_turns: int | None = None,
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
+        policy: Policy | None = None,
         session: HisttrimSession | None = None,
     ) -> None:
         self.trimmer = Trimmer(
             runtime, budget_tokens=budget_tokens, max_turns=max_turns,
             token_counter=token_counter, on_trim=on_trim,
+            policy=policy,
         )
         self.session = session
         """The session the runs use, if a `HisttrimSession`: its flag says whether the input
@@ -349,7 +354,8 @@ class HisttrimSession(SessionABC):
     older turns are left out (SEEN-1), with one `HistoryTrimmed` to `on_trim` (SEEN-2). The
     stored session is never rewritten, so nothing is lost; `crumb_present=True` says the
     stored items were trimmed before (by an older version of this wrapper) and begin with
-    turns after an omission."""
+    turns after an omission. `policy`: the
+    runtime's (or the spec's) by default; a target below 1 holds the cut as the Agent does."""
 
     def __init__(
         self,
@@ -358,11 +364,14 @@ class HisttrimSession(SessionABC):
         max_turns: int,
         on_trim: OnTrim | None = None,
         crumb_present: bool = False,
+        policy: Policy | None = None,
     ) -> None:
         self.inner = inner
         self.session_id = inner.session_id
         self.session_settings = inner.session_settings
-        self.trimmer = Trimmer(budget_tokens=0, max_turns=max_turns, on_trim=on_trim)
+        self.trimmer = Trimmer(
+            budget_tokens=0, max_turns=max_turns, on_trim=on_trim, policy=policy
+        )
         if not isinstance(crumb_present, bool):
             raise ValueError(f"crumb_present: expected True or False, got {crumb_present!r}")
         self.stored_crumb = crumb_present

@@ -27,6 +27,7 @@ from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
+from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
 with framework_imports("pydantic-ai"):
@@ -229,7 +230,9 @@ class HisttrimCapability(AbstractCapability[Any]):
     """The spec's whole-turn trimming as a pydantic-ai capability.
 
     Limits as `Trimmer` takes them: a `ResolvedRuntime`, or a plain `budget_tokens` (and
-    `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event."""
+    `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event;
+    `policy` (default: the runtime's) sets the low-water marks, e.g.
+    `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut."""
 
     def __init__(
         self,
@@ -239,10 +242,12 @@ class HisttrimCapability(AbstractCapability[Any]):
         max_turns: int | None = None,
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
+        policy: Policy | None = None,
     ) -> None:
         self.trimmer = Trimmer(
             runtime, budget_tokens=budget_tokens, max_turns=max_turns,
             token_counter=token_counter, on_trim=on_trim,
+            policy=policy,
         )
         self._sent: dict[str | None, tuple[list[ModelMessage], Trimmed[Unit]]] = {}
         """Per run: the messages the last attempt was prepared from and what it sent."""

@@ -200,7 +200,27 @@ def sweep_cases(s: ModuleType) -> Iterator[Case]:
                    rows_json(rows), {"crumb_present": g.crumb})
 
 
-ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases)
+def held_cut_cases(s: ModuleType) -> Iterator[Case]:
+    """A caller passing the whole history on every request holds the agent's cut (RUN-1,
+    LIMIT-1..2): low-water marks below 1, budgets between a third and a half of the total."""
+    histories = draw(s.chat_histories(min_turns=3, max_turns=7, max_steps=3, crumb=False,
+                                      malformed=False, carriers=False), EXAMPLES)
+    for n, g in enumerate(histories):
+        total = estimate_history_tokens(g.history)
+        for budget, limit, token, turn in (
+            (total // 3, None, "7/10", "1"), (total // 2, None, "1/2", "1"),
+            (0, 2, "1", "1/2"), (total // 2, 3, "7/10", "2/3"),
+        ):
+            rules = ("LIMIT-1",) if budget == 0 else ("RUN-1",)
+            yield Case(
+                f"generated:held-cut#{n}", rules, "held_cut", rows_json(g.history),
+                {"budget_tokens": budget, "max_turns": limit, "token_target": token,
+                 "turn_target": turn},
+            )
+
+
+ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases,
+       held_cut_cases)
 
 
 def generated_cases() -> list[Case]:

@@ -1,0 +1,142 @@
+"""RUN-1, LIMIT-1..2, SEEN-1: the low-water cut for a caller that passes the whole history on
+every request (a framework's middleware, an adapter, `histtrim trim`).
+
+The `Agent` keeps its cut: once a limit is exceeded it drops turns down to the policy's
+low-water mark (`token_trim_target`, `turn_trim_target`) and then sends the same rows, a
+growing prefix the provider can cache, until they no longer fit. A caller holding the
+untrimmed history gets the same cut without any state: every assistant row closes a request
+made of the rows before it, so the cut is replayed over those requests, then the current one.
+Each row is priced once as the current turn and once as an older one (EST-2 dispatches a tool
+result's images only in the current turn), so each check is O(1) on prefix sums, and the cut
+only moves forward: linear in the history. An edited history is simply replayed again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from itertools import accumulate
+
+from histtrim._checks import non_negative
+from histtrim.counting import Pricing
+from histtrim.events import HistoryTrimmed, TrimReason
+from histtrim.messages import ChatMessage
+from histtrim.policy import Policy, low_water_tokens, low_water_turns
+from histtrim.turns import TurnIndex
+from histtrim.visible import VisibleTrim
+
+
+def holds_cut(targets: Policy) -> bool:
+    """Whether the policy `targets` sets a low-water mark (a target below 1): only then is the cut
+    replayed; with the spec's targets (1) every caller trims just to fit, as before."""
+    return targets.token_trim_target < 1 or targets.turn_trim_target < 1
+
+
+def request_points(rows: Sequence[ChatMessage]) -> list[int]:
+    """Where the requests the history records end: before each assistant row that follows a
+    non-assistant row (one reply may span several rows), then the whole history (the current
+    request)."""
+    points = [
+        p for p in range(1, len(rows))
+        if rows[p].role == "assistant" and rows[p - 1].role != "assistant"
+    ]
+    points.append(len(rows))
+    return points
+
+
+def two_prices(
+    rows: Sequence[ChatMessage], index: TurnIndex, pricing: Pricing
+) -> tuple[list[int], list[int]]:
+    """Each row's price as an older row and as a row of the current turn (EST-2, EST-3): they
+    differ only for a tool result declaring images."""
+    costs = pricing.costs(rows, index)
+    older, current = list(costs), list(costs)
+    for i, row in enumerate(rows):
+        if row.facts.declares_attachments:
+            older[i] = pricing.cost(row, current_turn=False)
+            current[i] = pricing.cost(row, current_turn=True)
+    return older, current
+
+
+def plan_held_trim(
+    index: TurnIndex,
+    prices: tuple[Sequence[int], Sequence[int]],
+    requests: Sequence[int],
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    budget_in_force: int | None = None,
+    crumb_cost: int | Callable[[], int] = 0,
+    breadcrumb: bool = True,
+    counter: str | None = None,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
+) -> VisibleTrim:
+    """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
+    `rows[:requests[k]]`), replaying its two limits at each: the turn limit keeps
+    `max(1, ceil(max_turns * turn_target))` turns once over `max(max_turns, 1)`; the budget,
+    once exceeded with more than one turn kept, moves the cut to fit
+    `budget_tokens * token_target` (the breadcrumb counted). Arguments as
+    `histtrim.visible.plan_visible_trim`, plus both prices of each row (`two_prices`).
+
+    The result describes the last request: its rows are the prefix, the breadcrumb and the
+    turns from `first` on; its one event (when anything is dropped) names the limit that last
+    moved the cut and the drop from the whole history."""
+    limit = None if max_turns is None else non_negative("max_turns", max_turns)
+    budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
+    older, current = (list(accumulate(p, initial=0)) for p in prices)
+    starts, body, n = index.starts, index.body_start, index.length
+    insert = breadcrumb and index.crumb is None
+    fallback = -1 if index.crumb is None else index.crumb
+    crumb: list[int] = []
+    reason: TrimReason | None = None
+
+    def crumb_price() -> int:
+        if not crumb:
+            crumb.append((crumb_cost() if callable(crumb_cost) else crumb_cost) if insert else 0)
+        return crumb[0]
+
+    def span(a: int, b: int, opener: int) -> int:
+        """Rows a..b-1 of a request whose current turn starts after row `opener`."""
+        s = min(max(a, opener + 1), b)
+        return older[s] - older[a] + current[b] - current[s]
+
+    def size(first: int, end: int, opener: int, *, with_crumb: bool) -> int:
+        added = crumb_price() if with_crumb and insert else 0
+        return span(0, body, opener) + added + span(index.turn_start(first), end, opener)
+
+    first = turns = 0
+    for end in requests:
+        while turns < len(starts) and starts[turns] < end:
+            turns += 1
+        opener = starts[turns - 1] if turns else fallback
+        if limit is not None and turns - first > max(limit, 1):
+            first, reason = turns - low_water_turns(limit, turn_target), TrimReason.TURN_LIMIT
+        if budget and turns - first > 1 and size(first, end, opener, with_crumb=first > 0) > budget:
+            fit = low_water_tokens(budget, token_target) - crumb_price()
+            while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
+                first += 1
+            reason = TrimReason.TOKEN_BUDGET
+    opener = starts[-1] if starts else fallback
+    before = size(0, n, opener, with_crumb=False)
+    after = size(first, n, opener, with_crumb=first > 0)
+    events: tuple[HistoryTrimmed, ...] = ()
+    if first > 0:
+        assert reason is not None
+        token = reason is TrimReason.TOKEN_BUDGET
+        in_force = budget if budget_in_force is None else budget_in_force
+        target = token_target if token else turn_target
+        events = (HistoryTrimmed(
+            reason=reason,
+            dropped_messages=index.turn_start(first) - body,
+            kept_turns=index.turn_count - first,
+            tokens_before=before,
+            tokens_after=after,
+            budget=low_water_tokens(budget, token_target) if token else in_force,
+            counter=counter,
+            target=None if target == 1 else str(target),
+        ),)
+    added = insert and first > 0
+    crumb_tokens = (
+        crumb_price() if added else 0 if index.crumb is None else prices[0][index.crumb]
+    )
+    return VisibleTrim(index, first, added, before, after, events, crumb_tokens)

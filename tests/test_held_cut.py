@@ -1,0 +1,265 @@
+"""RUN-1, LIMIT-1..2, SEEN-1 for callers that pass the whole history on every request: with a
+low-water mark the cut is the one the Agent holds (`histtrim.low_water`), so the prompt prefix
+is rewritten only when the Agent would rewrite it; with the spec's targets nothing changes."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from histtrim.adapters import trim_records, trim_records_held
+from histtrim.adapters.openai import from_openai, to_openai, trim_openai
+from histtrim.counting import Pricing
+from histtrim.integrations._trimmer import Trimmer
+from histtrim.low_water import holds_cut, request_points
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
+from histtrim.review.prefix import (
+    agent_prompts,
+    cut_moves,
+    prefix_cost,
+    request_prompts,
+    whole_history_requests,
+)
+from histtrim.trim import breadcrumb_message
+from histtrim.turns import index_turns
+from histtrim.visible import plan_visible_trim
+from livingspec.strategies import chat_histories
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = ROOT / "examples" / "sessions" / "very-long-coding-agent.jsonl"
+LOW = Policy(token_trim_target=Fraction(7, 10))
+
+
+def long_session(rows: int) -> list[ChatMessage]:
+    records = [json.loads(line) for line in LONG.read_text(encoding="utf-8").splitlines()]
+    out = [ChatMessage.model_validate({k: v for k, v in r.items() if k != "kind"})
+           for r in records]
+    return out[:rows]
+
+
+def test_trim_openai_with_the_whole_history_pays_what_the_agent_pays() -> None:
+    """The issue's measure: `trim_openai` called with the whole history at every request
+    point, `Policy(token_trim_target=7/10)`: the Agent's cut moves (±1) and input cost (10 %)."""
+    rows = long_session(500)
+    budget = 6_000
+
+    def trim(history: list[ChatMessage]) -> list[ChatMessage]:
+        done = trim_openai(to_openai(history), budget_tokens=budget, policy=LOW)
+        return from_openai(done.records)
+
+    whole = prefix_cost(request_prompts(whole_history_requests(rows, trim)))
+    agent = prefix_cost(agent_prompts("long", rows, budget, LOW))
+    assert agent.cut_moves >= 3  # the session is over budget many times
+    assert abs(whole.cut_moves - agent.cut_moves) <= 1
+    assert whole.anthropic == pytest.approx(agent.anthropic, rel=0.1)
+    assert whole.openai == pytest.approx(agent.openai, rel=0.1)
+
+
+def _reference_cuts(
+    rows: list[ChatMessage], budget: int, max_turns: int | None, policy: Policy
+) -> list[tuple[int, list[ChatMessage]]]:
+    """The Agent's rule run naively, one request at a time: the request is the prefix, the
+    breadcrumb once inserted and the rows from the cut; `plan_visible_trim` (the Agent's own
+    planner) moves the cut when a limit is exceeded. The cut (a row of `rows`) and the rows
+    sent, per request."""
+    index = index_turns(rows)
+    body, cut, crumb = index.body_start, index.body_start, False
+    pricing = Pricing(policy)
+    cuts = []
+    for end in request_points(rows):
+        request = [*rows[:body], *([breadcrumb_message()] if crumb else []), *rows[cut:end]]
+        inner = index_turns(request, crumb_present=crumb)
+        plan = plan_visible_trim(
+            inner, pricing.costs(request, inner), max_turns=max_turns, budget_tokens=budget,
+            budget_in_force=budget, crumb_cost=lambda: pricing.plain(breadcrumb_message()),
+            turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+        )
+        if plan.trimmed:
+            cut += plan.cut - inner.body_start
+            crumb = True
+            request = plan.kept(request, breadcrumb_message())
+        cuts.append((cut, request))
+    return cuts
+
+
+POLICIES = st.builds(
+    Policy,
+    token_trim_target=st.sampled_from([Fraction(1, 2), Fraction(7, 10), Fraction(9, 10)]),
+    turn_trim_target=st.sampled_from([Fraction(1), Fraction(1, 2), Fraction(3, 4)]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    chat_histories(min_turns=2, max_turns=9, crumb=False, malformed=False),
+    st.integers(40, 900),
+    st.one_of(st.none(), st.integers(1, 5)),
+    POLICIES,
+)
+def test_the_held_cut_is_the_agents_cut_and_the_prefix_is_stable(
+    generated: object, budget: int, max_turns: int | None, policy: Policy
+) -> None:
+    """At every request point the cut equals the Agent's rule run request by request; between
+    two cut moves each request starts with the previous one, byte for byte; as many moves."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    reference = _reference_cuts(rows, budget, max_turns, policy)
+    sent = []
+    for end, (expected, request) in zip(request_points(rows), reference, strict=True):
+        done = trim_records_held(
+            rows[:end], rows[:end], budget_tokens=budget, max_turns=max_turns,
+            budget_in_force=budget, breadcrumb_record=breadcrumb_message(), policy=policy,
+        )
+        kept_from = index_turns(rows[:end]).body_start + len(done.result.dropped)
+        assert kept_from == expected
+        body = index_turns(rows).body_start
+        crumb = [breadcrumb_message()] if kept_from > body else []
+        assert done.rows == [*rows[:body], *crumb, *rows[kept_from:end]]
+        assert done.records == done.rows == request
+        sent.append(done.rows)
+    prompts = request_prompts(sent)
+    assert cut_moves(prompts) == cut_moves(request_prompts(r for _, r in reference))
+    cuts = [cut for cut, _ in reference]
+    for before, after, c0, c1 in zip(sent, sent[1:], cuts, cuts[1:], strict=False):
+        if c0 == c1:
+            assert [r.model_dump_json() for r in after[: len(before)]] == [
+                r.model_dump_json() for r in before
+            ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(chat_histories(min_turns=1, max_turns=8, crumb=False), st.integers(0, 900),
+       st.one_of(st.none(), st.integers(0, 5)))
+def test_the_spec_policy_trims_just_to_fit_as_before(
+    generated: object, budget: int, max_turns: int | None
+) -> None:
+    """Targets of 1 never replay: the same plan as `plan_visible_trim`, event for event."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    assert not holds_cut(SPEC)
+    index = index_turns(rows)
+    pricing = Pricing()
+    plan = plan_visible_trim(
+        index, pricing.costs(rows, index), max_turns=max_turns, budget_tokens=budget,
+        budget_in_force=budget, crumb_cost=lambda: pricing.plain(breadcrumb_message()),
+    )
+    done = trim_records_held(rows, rows, budget_tokens=budget, max_turns=max_turns,
+                             budget_in_force=budget, breadcrumb_record=breadcrumb_message())
+    assert done.events == plan.events
+    assert done.rows == plan.kept(rows, breadcrumb_message())
+
+
+@settings(max_examples=100, deadline=None)
+@given(chat_histories(min_turns=2, max_turns=8, crumb=False, malformed=False),
+       st.integers(40, 600), st.data())
+def test_an_edited_history_never_leaves_a_stale_cut(
+    generated: object, budget: int, data: st.DataObject
+) -> None:
+    """The cut is derived from the history each time: after the owner removes rows, the
+    result is a cut of the edited history (kept plus dropped is it) that fits or keeps one
+    turn, whatever was cut before."""
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    start = data.draw(st.integers(0, len(rows) - 1))
+    stop = data.draw(st.integers(start, len(rows) - 1))
+    edited = rows[:start] + rows[stop:]
+    done = trim_records(edited, edited, budget_tokens=budget, policy=LOW,
+                        breadcrumb_record=breadcrumb_message())
+    crumb = [breadcrumb_message()] if done.crumb_inserted else []
+    body = index_turns(edited).body_start
+    assert [*edited[:body], *done.result.dropped, *done.rows[body + len(crumb):]] == edited
+    fits = done.result.tokens_after <= budget or done.result.kept_turns <= 1
+    assert fits
+
+
+def test_trimmer_takes_a_policy_and_names_a_bad_one() -> None:
+    assert Trimmer(budget_tokens=100, policy=LOW).policy == LOW
+    with pytest.raises(ValueError, match=r"^policy: expected a histtrim Policy, got dict$"):
+        Trimmer(budget_tokens=100, policy={"token_trim_target": "7/10"})  # type: ignore[arg-type]
+
+
+def test_cli_trim_takes_the_policy_and_holds_the_agents_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`histtrim trim --policy FILE` (or `--token-target`) cuts a recorded session where the
+    Agent holds its cut after the session's requests: the adapters' cut, not just-to-fit."""
+    from histtrim.cli import main
+
+    rows = long_session(500)
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(r.model_dump_json(exclude={"kind"}) + "\n" for r in rows))
+    policy = tmp_path / "low.toml"
+    policy.write_text('token_trim_target = "7/10"\n')
+    held = trim_records(rows, rows, budget_tokens=6_000, policy=LOW,
+                        breadcrumb_record=breadcrumb_message())
+    fit = trim_records(rows, rows, budget_tokens=6_000, breadcrumb_record=breadcrumb_message())
+    assert held.rows != fit.rows
+    for flags in (["--policy", policy], ["--token-target", "7/10"]):
+        out = tmp_path / "out.jsonl"
+        argv = ["trim", str(source), "--budget", "6000", *map(str, flags), "-o", str(out)]
+        assert main(argv) == 0
+        written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
+        assert written == held.rows
+        assert "token_trim_target 1 -> 7/10" in capsys.readouterr().err
+    assert main(["trim", str(source), "--budget", "6000", "--token-target", "3/2"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "histtrim: error: --token-target: field 'token_trim_target': Value error, must be "
+        "greater than 0 and at most 1, got 3/2"
+    )
+
+
+def test_the_kit_checks_the_held_cut_against_the_agent() -> None:
+    """The kit's `held_cut` (conformance vectors for another implementation): on a scripted
+    session its requests rewrite the prefix exactly as often as the Agent's do."""
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    rows = long_session(240)
+    arguments = {"budget_tokens": 3_000, "max_turns": None, "token_target": "7/10",
+                 "turn_target": "1"}
+    result = evaluate("held_cut", rows_json(rows), arguments)["result"]
+    agent = prefix_cost(agent_prompts("long", rows, 3_000, LOW))
+    assert agent.cut_moves >= 3
+    assert result["cut_moves"] == agent.cut_moves
+    cuts = [r["cut"] for r in result["requests"]]
+    assert cuts == sorted(cuts)  # the cut only moves forward
+    assert all(r["tokens"] <= 3_000 for r in result["requests"])
+    bad = evaluate("held_cut", rows_json(rows), {**arguments, "token_target": "3/2"})
+    assert bad == {"error": {"kind": "invalid_input"}}
+
+
+def test_every_adapter_holds_the_same_cut() -> None:
+    """The Anthropic body trim, LangChain's `trim_messages` and the runtime's policy through
+    the `Trimmer` cut where `trim_records` does: one mechanism (`plan_held_trim`)."""
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import convert_to_messages
+
+    from histtrim.adapters.anthropic import from_anthropic, to_anthropic, trim_anthropic
+    from histtrim.adapters.langchain import from_langchain, trim_messages
+    from histtrim.config import ProviderProfile, RuntimeProfile
+    from histtrim.route import resolve_runtime
+
+    rows = long_session(160)[:-1]  # ends on a tool result: a request is due
+    expected = trim_records(rows, rows, budget_tokens=2_500, policy=LOW,
+                            breadcrumb_record=breadcrumb_message())
+    assert expected.trimmed
+    messages = to_openai(rows)
+    trimmed, _ = trim_anthropic(to_anthropic(rows), budget_tokens=2_500, policy=LOW)
+    anthropic_rows = from_anthropic(trimmed).rows  # results as carriers: compare the turns
+    assert [r.content for r in anthropic_rows if r.facts.opens_turn][1:] == [
+        r.content for r in expected.rows if r.role == "user" and r.facts.opens_turn][1:]
+    assert len(anthropic_rows) == len(expected.rows)
+    kept = trim_messages(convert_to_messages(messages), max_tokens=2_500, policy=LOW,
+                         breadcrumb=True)
+    assert [r.content for r in from_langchain(kept)] == [r.content for r in expected.rows]
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=2_500, max_history_messages=500),
+        ProviderProfile(model="m", context_window=100_000), None, policy=LOW,
+    )
+    trimmer = Trimmer(runtime)
+    assert trimmer.policy == LOW
+    done = trimmer.trim(list(rows), rows, crumb=breadcrumb_message(), crumb_present=False)
+    assert done.rows == expected.rows
