@@ -181,3 +181,28 @@ def test_the_sweep_strips_only_the_call_whose_result_is_lost(
     assert [row for i, row in zip(last.positions, last.history, strict=True) if i != stripped] \
         == others
     assert not [p for p in validate_tool_pairing(last.history) if p.is_error]
+
+
+def test_the_kit_carries_real_vectors_that_name_their_session_and_commit() -> None:
+    """Issue 29: real sessions in the conformance kit, for the trims, the sweep and the
+    estimate; each source names an existing session file and its repository at the commit
+    its provenance records."""
+    from histtrim.conformance.vectors import load
+
+    vectors, _ = load(ROOT / "conformance" / "vectors")
+    real = [v for v in vectors if v.source.startswith("real:")]
+    functions = {v.function for v in real}
+    assert {"trim_to_recent_turns", "sweep_orphans", "estimate_history_tokens"} <= functions
+    assert len(real) >= 24
+    for vector in real:
+        found = re.fullmatch(r"real:([\w-]+/[\w.-]+\.jsonl) \(([\w-]+/[\w-]+)@([0-9a-f]{12})\)"
+                             r"( row \d+ removed)?", vector.source)
+        assert found, vector.source
+        path, repository, commit, _ = found.groups()
+        assert (REAL / path).is_file()
+        note = (REAL / path).parent.joinpath("PROVENANCE.md").read_text()
+        assert f"https://github.com/{repository}" in note and f"`{commit}" in note
+        if found.group(4):  # a session with one result lost: the sweep strips its call alone
+            lost = int(found.group(4).split()[1])
+            removed = vector.expected["result"]["removed"]
+            assert [(r["kind"], r["position"]) for r in removed] == [("call", lost - 1)]
