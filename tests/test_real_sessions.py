@@ -206,3 +206,28 @@ def test_the_kit_carries_real_vectors_that_name_their_session_and_commit() -> No
             lost = int(found.group(4).split()[1])
             removed = vector.expected["result"]["removed"]
             assert [(r["kind"], r["position"]) for r in removed] == [("call", lost - 1)]
+
+
+def test_review_reads_the_real_sessions_as_they_are() -> None:
+    """`histtrim review examples/real` reads OpenAI messages as recorded: every user turn
+    replayed, every tool round with its output, and trims happen at a 2,000-token budget."""
+    from histtrim import Policy, ProviderProfile, RuntimeProfile
+    from histtrim.cli.review import load_sessions
+    from histtrim.review.compare import run_review
+    from histtrim.review.replay import ReplaySettings
+
+    loaded = load_sessions([str(REAL)])
+    assert len(loaded) == sum(FOLDERS.values())
+    for session in loaded:
+        messages = [json.loads(line) for line in next(REAL.rglob(f"{session.name}.jsonl"))
+                    .read_text().splitlines()]
+        assert len(session.turns) == sum(m["role"] == "user" for m in messages)
+        calls = sum(len(m.get("tool_calls") or ()) for m in messages)
+        assert sum(len(t.outputs) for t in session.turns) == calls, session.name
+    settings = ReplaySettings(
+        profile=RuntimeProfile(max_context_tokens=2_000),
+        provider=ProviderProfile(model="replay-model", context_window=200_000),
+    )
+    picked = [s for s in loaded if s.name in ("task-00-trial-0", "function-calling-simple")]
+    (summary,) = run_review(picked, [("spec", Policy())], settings, workers=1).summaries()
+    assert summary.sessions == 2 and summary.failed_turns == 0 and summary.token_trims > 0
