@@ -196,16 +196,19 @@ def _spelled_out(item: object) -> bool:
 
 def _strip(units: list[_Unit], removed: list[OrphanRemoval]) -> list[_Unit]:
     """The reference's strip: walking from the end, a call stays only when a later tool
-    row answers its id."""
+    row answers its id. histtrim's difference: a result answers one row only, the nearest
+    dispatch before it that issued its id, so a reused id cannot keep an older call (see
+    Decisions: reused call ids)."""
     later: set[str] = set()
     out: list[_Unit] = []
     for unit in reversed(units):
         if unit.role == "tool":
             if unit.answer is not None:
                 later.add(unit.answer)
-        elif unit.role == "assistant" and unit.calls is not None and _spelled_out(unit.item):
+        elif unit.role == "assistant" and unit.calls is not None:
             keep = [(cid := _call_id(c)) is not None and cid in later for c in unit.calls]
-            if not all(keep) and not _keep_calls(unit, keep, removed):
+            later.difference_update(unit.ids or ())
+            if _spelled_out(unit.item) and not all(keep) and not _keep_calls(unit, keep, removed):
                 continue
         out.append(unit)
     out.reverse()
@@ -293,8 +296,9 @@ def sweep_orphans(
     """Make a restored or edited history pass the pairing rule, composed as the reference
     composes it (`strip`, then remove pass 1, then pass 2):
 
-    1. strip: a call stays only when a later tool row answers its id; a row left with no
-       call becomes its trimmed text, or goes when there is none;
+    1. strip: a call stays only when a later tool row answers its id (a result answers
+       only the nearest dispatch before it that issued its id: histtrim's, where an id is
+       reused); a row left with no call becomes its trimmed text, or goes when there is none;
     2. pass 1: a dispatch directly after another dispatch goes, with the tool rows right
        after it that answer its ids or have no readable id;
     3. pass 2: a tool row stays only when the nearest assistant row of the assistant/tool
@@ -331,7 +335,8 @@ def sweep_stages(
     history: Iterable[ConversationMessage | Mapping[str, Any]], *, crumb_present: bool = False
 ) -> list[SweepStep[Any]]:
     """The sweep one stage at a time: after the strip, after pass 1, after pass 2 (the
-    reference's answer) and after histtrim's addition (`sweep_orphans`'s answer)."""
+    reference's answer, where no id is issued twice) and after histtrim's addition
+    (`sweep_orphans`'s answer)."""
     return list(_sweep(history, crumb_present))
 
 
@@ -369,7 +374,7 @@ def _position(removal: OrphanRemoval) -> int:
     return removal.position
 
 
-PairingKind = Literal["unanswered_call", "orphan_result", "legacy_result"]
+PairingKind = Literal["unanswered_call", "orphan_result", "legacy_result", "reused_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,15 +383,19 @@ class PairingProblem:
 
     `legacy_result` (a tool row with no readable id, right after a native dispatch) is
     reported but is not an error: the reference keeps such rows there. Anywhere else such
-    a row is an `orphan_result` with no id, an error."""
+    a row is an `orphan_result` with no id, an error. `reused_id` (a dispatch issuing an id
+    an earlier dispatch issued, `earlier` its row) is not an error either: a result answers
+    the dispatch right before it (see Decisions: reused call ids)."""
 
     kind: PairingKind
     position: int
     tool_call_id: str | None
+    earlier: int | None = None
+    """For `reused_id`: the row of the dispatch that issued the id first."""
 
     @property
     def is_error(self) -> bool:
-        return self.kind != "legacy_result"
+        return self.kind in ("unanswered_call", "orphan_result")
 
     def __str__(self) -> str:
         what = {
@@ -394,6 +403,8 @@ class PairingProblem:
             "orphan_result": "a result not right after the assistant row that issued its id",
             "legacy_result": "a tool row with no readable tool_call_id after a native dispatch"
             " (kept)",
+            "reused_id": f"a call reusing the id of row {self.earlier}'s call (not an error:"
+            " each result answers the dispatch right before it)",
         }[self.kind]
         if self.kind == "orphan_result" and self.tool_call_id is None:
             what = "a tool row with no readable tool_call_id not right after a native dispatch"
@@ -491,9 +502,10 @@ def validate_tool_pairing(
 
     Each assistant row with calls must be followed directly by tool rows answering exactly
     its ids, and no tool row may appear anywhere else. A tool row with no readable id right
-    after a native dispatch is reported as `legacy_result`, which is not an error
-    (`is_error`); anywhere else it is an `orphan_result`."""
+    after a native dispatch is reported as `legacy_result`, and a dispatch reusing an id an
+    earlier dispatch issued as `reused_id`; neither is an error (`is_error`)."""
     problems: list[PairingProblem] = []
+    first: dict[str, int] = {}  # each id's first dispatch row
     scan = PairingScan(lambda kind, pos, cid, _: problems.append(PairingProblem(kind, pos, cid)))
     for pos, row in enumerate(conversation_rows(history)):
         answers = _answers(row)
@@ -504,6 +516,10 @@ def validate_tool_pairing(
         ids = _dispatch(row)
         if ids is not None:
             scan.dispatch(pos, ids)
+            for issued_id in dict.fromkeys(ids):
+                if issued_id in first:
+                    problems.append(PairingProblem("reused_id", pos, issued_id, first[issued_id]))
+                first.setdefault(issued_id, pos)
         else:
             scan.other()
     scan.other()

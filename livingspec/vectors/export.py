@@ -48,6 +48,7 @@ def all_cases(root: Path) -> list[Case]:
     from livingspec.vectors.hostile import hostile_cases
     from livingspec.vectors.loops import legacy_cases, loop_cases
     from livingspec.vectors.port import port_cases
+    from livingspec.vectors.real import real_cases
     from livingspec.vectors.settings import settings_cases
 
     return [
@@ -58,6 +59,7 @@ def all_cases(root: Path) -> list[Case]:
         *legacy_cases(),
         *hostile_cases(),
         *port_cases(),
+        *real_cases(),
     ]
 
 
