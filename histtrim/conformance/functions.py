@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim import capacity, carriers, estimate, route, safety, trim, turns
+from histtrim import capacity, carriers, estimate, pairing, route, safety, trim, turns
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
     INVALID_INPUT,
@@ -181,7 +181,7 @@ def check_request(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
 
 
 def sweep_orphans(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
-    swept = safety.sweep_orphans(
+    swept = pairing.sweep_orphans(
         history_list(history), crumb_present=_flag(arguments, "crumb_present")
     )
     return {
