@@ -4,6 +4,7 @@ side-by-side table the CLI prints and the notebook shows."""
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -223,13 +224,18 @@ def review_lines(
     for summary in summaries[1:]:
         names = summary.differing_sessions
         shown = ", ".join(names[:list_sessions]) + (" ..." if len(names) > list_sessions else "")
-        out.append(
+        out.extend(_wrapped(
             f"{summary.label} vs {baseline}: {len(names)} of {summary.sessions} sessions differ"
             + (f": {shown}" if names else "")
-        )
+        ))
     if cache is not None:
-        out.append(f"cache model {cache.name}: {cache.source}")
+        out.extend(_wrapped(f"cache model {cache.name}: {cache.source}"))
     return out
+
+
+def _wrapped(text: str, width: int = 96) -> list[str]:
+    """A long note as lines of at most `width` characters, continued with an indent."""
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
 
 
 def settings_lines(
