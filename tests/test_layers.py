@@ -132,7 +132,8 @@ def test_no_import_cycles() -> None:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """(where, Python source) of every module, test, tool, benchmark and notebook cell."""
+    """(where, Python source) of every module, test, tool, benchmark and notebook cell (IPython
+    magics and shell lines blanked)."""
     found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
              for top in ("histtrim", "livingspec", "tests", "tools", "bench", "docs")
              for p in (ROOT / top).rglob("*.py")]
@@ -140,7 +141,8 @@ def _sources() -> list[tuple[str, str]]:
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         found.extend((f"{notebook.name}[{i}]", "".join(c["source"]))
                      for i, c in enumerate(cells) if c["cell_type"] == "code")
-    return found
+    return [(where, "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                              for line in source.split("\n"))) for where, source in found]
 
 
 def test_every_import_names_the_module_that_defines_the_name() -> None:
@@ -151,11 +153,9 @@ def test_every_import_names_the_module_that_defines_the_name() -> None:
     defined = {name: _defines(path) for name, (path, _) in MODULES.items()}
     wrong = []
     for where, source in _sources():
-        cleaned = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                            for line in source.split("\n"))
         name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
         package = where.endswith("__init__.py")
-        for target, imported in _imports(cleaned, name, package):
+        for target, imported in _imports(source, name, package):
             if imported is None or not target.startswith(("histtrim", "livingspec")):
                 continue
             if f"{target}.{imported}" in MODULES:  # a module
@@ -196,10 +196,8 @@ def test_a_module_is_read_for_what_it_defines() -> None:
     defined = {name: _defines(path) for name, (path, _) in MODULES.items()}
     wrong = []
     for where, source in _sources():
-        cleaned = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                            for line in source.split("\n"))
         name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-        tree = ast.parse(cleaned)
+        tree = ast.parse(source)
         aliases = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:
