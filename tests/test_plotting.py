@@ -369,3 +369,27 @@ def test_sweep_map_marks_what_the_sweep_removed_where() -> None:
     assert [r.removed for r in picture.rows] == ["result c0", "-", "call c1", "-"]
     assert [r.tokens for r in picture.rows] == item_costs(items)
     plt.close(picture.figure)
+
+
+def test_sweep_passes_say_what_each_stage_removes() -> None:
+    """Issue 31 §4: chapter 08's figure of the sweep's passes draws these states."""
+    from histtrim.pairing import sweep_stages
+    from livingspec.plotting.rows import sweep_passes
+
+    history = [
+        ChatMessage.user("go"),
+        ChatMessage.assistant_tool_calls(None, [{"id": "c1", "name": "run", "arguments": {}},
+                                                {"id": "c2", "name": "run", "arguments": {}}]),
+        ChatMessage.tool_result("c1", "ok"),
+        ChatMessage.assistant("Reading it."),
+        ChatMessage(role="tool", content="no id"),
+    ]
+    steps = sweep_stages(history)
+    picture = sweep_passes(history, steps, labels=["U", "A", "T", "A", "T?"], title="t")
+    states = {(c.row, c.stage): c.state for c in picture.rows}
+    assert states[(1, "strip")] == "stripped"  # c2 is never answered
+    assert [states[(0, s.stage)] for s in steps] == ["kept"] * len(steps)
+    removed = [k for k, v in states.items() if v == "removed"]
+    assert len(removed) == 1 and removed[0][0] == 4
+    assert states[(4, steps[-1].stage)] in ("removed", "gone")
+    plt.close(picture.figure)

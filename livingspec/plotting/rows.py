@@ -1,5 +1,5 @@
-"""Row-by-row figures: what one row's estimate is made of (EST-1..2) and what the orphan
-sweep removed from a history (PAIR-2)."""
+"""Row-by-row figures: what one row's estimate is made of (EST-1..2), what the orphan sweep
+removed from a history and what each of its passes removed (PAIR-2)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from histtrim.estimate import dispatched_images, message_costs
 from histtrim.messages import ChatMessage
-from histtrim.pairing import SweepResult
+from histtrim.pairing import SweepResult, SweepStep
 from histtrim.policy import SPEC
 from histtrim.turns import index_turns
 from livingspec.plotting._base import _DROPPED_COLOR, _KEPT_COLOR, _PALETTE, _Plot, panel_width
@@ -135,3 +135,73 @@ def sweep_map(history: Sequence[Item], swept: SweepResult[Item], *, title: str) 
     ], fontsize=8, loc="lower right")
     figure.tight_layout()
     return SweepPlot(figure, rows)
+
+
+@dataclass(frozen=True)
+class PassCell:
+    """One row after one stage of the sweep: `kept`, `stripped` (calls removed at this stage,
+    the row stays), `removed` (at this stage) or `gone` (removed by an earlier stage)."""
+
+    row: int
+    stage: str
+    state: str
+
+
+@dataclass(frozen=True)
+class PassesPlot(_Plot[PassCell]):
+    columns = ("row", "stage", "state")
+
+
+_STATE_STYLE = {
+    "kept": (_KEPT_COLOR, 1.0, None),
+    "stripped": (_PALETTE[1], 1.0, ".."),
+    "removed": (_DROPPED_COLOR, 0.6, "///"),
+    "gone": ("#FFFFFF", 1.0, None),
+}
+
+
+def pass_cells(history: Sequence[Item], steps: Sequence[SweepStep[Item]]) -> list[PassCell]:
+    """Each input row's state after each stage of `sweep_stages`."""
+    cells = []
+    for step in steps:
+        present = set(step.positions)
+        here = {r.position: r.kind for r in step.removed_here}
+        for row in range(len(history)):
+            if row in here:
+                state = "removed" if row not in present else "stripped"
+            else:
+                state = "kept" if row in present else "gone"
+            cells.append(PassCell(row, step.stage, state))
+    return cells
+
+
+def sweep_passes(
+    history: Sequence[Item], steps: Sequence[SweepStep[Item]], *, labels: Sequence[str],
+    title: str,
+) -> PassesPlot:
+    """A grid: one line per input row (`labels`), one column per stage of the sweep; each
+    cell says whether the row is kept, loses calls, is removed at that stage, or is gone."""
+    cells = pass_cells(history, steps)
+    stages: list[str] = [step.stage for step in steps]
+    figure, axes = plt.subplots(figsize=(panel_width(1, 7.5), 1.3 + 0.32 * len(history)))
+    for cell in cells:
+        color, alpha, hatch = _STATE_STYLE[cell.state]
+        axes.add_patch(Rectangle((stages.index(cell.stage) - 0.45, cell.row - 0.4), 0.9, 0.8,
+                                 facecolor=color, alpha=alpha, hatch=hatch,
+                                 edgecolor="black" if cell.state != "gone" else "#BBBBBB",
+                                 linewidth=0.5))
+    axes.set_xlim(-0.6, len(stages) - 0.4)
+    axes.set_ylim(len(history) - 0.5, -0.6)
+    axes.set_xticks(range(len(stages)), stages, fontsize=9)
+    axes.xaxis.tick_top()
+    axes.set_yticks(range(len(history)), [f"{n} {text}" for n, text in enumerate(labels)],
+                    fontsize=8)
+    axes.set_title(title, fontsize=10, pad=24)
+    axes.legend(handles=[
+        Patch(facecolor=_STATE_STYLE[s][0], alpha=_STATE_STYLE[s][1], hatch=_STATE_STYLE[s][2],
+              edgecolor="black", label=text)
+        for s, text in (("kept", "kept"), ("stripped", "part of it removed here"),
+                        ("removed", "removed here"), ("gone", "removed earlier"))
+    ], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    figure.tight_layout()
+    return PassesPlot(figure, cells)
