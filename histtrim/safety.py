@@ -9,17 +9,13 @@ from collections.abc import Hashable, Iterable
 
 from histtrim._checks import non_negative
 from histtrim.messages import ChatMessage
-from histtrim.pairing import OrphanRemoval, SweepResult, sweep_orphans
 from histtrim.policy import SPEC, Policy
 
 __all__ = [
     "DEFAULT_CHANNEL_CACHE_ROWS",
     "DEFAULT_MAX_TOOL_RESULT_CHARS",
     "ChannelSenderCache",
-    "OrphanRemoval",
-    "SweepResult",
     "cap_tool_result",
-    "sweep_orphans",
 ]
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = SPEC.max_tool_result_chars

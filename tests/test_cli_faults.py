@@ -428,3 +428,95 @@ def test_a_crlf_json_lines_file_keeps_its_line_ending(
     lines = out.read_bytes().split(b"\n")
     assert lines[-1] == b"" and all(line.endswith(b"\r") for line in lines[:-1])
     assert b"earlier turns omitted" in out.read_bytes()
+
+
+# Issue 30, items 16-18 (round three).
+
+
+@pytest.mark.parametrize("command", ["estimate", "trim"])
+@pytest.mark.parametrize("role", [{"a": 1}, ["user"]])
+def test_a_role_that_is_an_object_or_a_list_is_a_field_error(
+    command: str, role: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 17: `--format histtrim` tested `role in _ROLES` before validating: an unhashable
+    role was a `TypeError` traceback."""
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([{"role": role, "content": "hi"}]))
+    extra = ["--budget", "5"] if command == "trim" else []
+    code, _, err = run(capsys, command, path, "--format", "histtrim", *extra)
+    one_line_error(code, err, "field 'role'")
+
+
+@pytest.mark.parametrize("command", ["estimate", "trim"])
+def test_a_pretty_printed_object_without_messages_says_what_it_is(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 18: a config passed by mistake is valid JSON; it was "line 1: invalid JSON"."""
+    path = tmp_path / "agents.json"
+    path.write_text(json.dumps({"providers": {}, "agents": {}}, indent=2))
+    extra = ["--budget", "5"] if command == "trim" else []
+    code, _, err = run(capsys, command, path, *extra)
+    one_line_error(code, err, "no `messages`")
+    assert "'providers', 'agents'" in err and "invalid JSON" not in err
+
+
+def test_a_one_line_object_is_still_one_json_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi"}))
+    code, out, _ = run(capsys, "estimate", path)
+    assert code == 0 and "total: 1 turn, 1 message" in out
+
+
+def test_trim_without_a_user_turn_does_not_speak_of_the_newest_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 18: with no user row, the summary said "the newest turn alone is over the
+    budget" of a file with 0 turns."""
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([{"role": "assistant", "content": "a reply " * 20}]))
+    code, _, err = run(capsys, "trim", path, "--budget", "5")
+    assert code == 0
+    assert "0 turns" in err and "newest turn" not in err
+    assert "no turn to drop" in err
+
+
+def test_an_empty_output_path_is_not_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 18: `-o ""` named the current folder ("is a directory")."""
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(session(3)))
+    code, out, err = run(capsys, "trim", path, "--budget", "5", "-o", "")
+    assert code == 2 and out == ""
+    assert "-o/--output: expected a file name" in err and "directory" not in err
+
+
+def test_trim_config_names_reach_the_terminal_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 16: the provider alias and model of `trim --config` came out raw in the summary
+    (a colour change, a window title, a bidirectional override)."""
+    alias, model = "op\x1b[31men", "gpt\x1b]0;x\x07-4o\u202e"
+    config = tmp_path / "agents.json"
+    config.write_text(json.dumps({
+        "providers": {alias: {"model": model, "context_window": 128_000}},
+        "runtimes": {"r": {"max_context_tokens": 50}},
+        "agents": {"a": {"provider": alias, "runtime": "r"}},
+    }))
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(session(3, pad=100)))
+    code, _, err = run(capsys, "trim", path, "--config", config, "--agent", "a",
+                       "-o", tmp_path / "out.json")
+    assert code == 0
+    assert "op\\x1b[31men/gpt\\x1b]0;x\\x07-4o\\u202e" in err
+    assert not any(c in err for c in "\x1b\x07\u202e")
+
+
+def test_the_library_reader_says_what_an_object_without_messages_is() -> None:
+    from histtrim.adapters.formats import read_history
+    from histtrim.adapters.records import FormatError
+
+    with pytest.raises(FormatError, match="keys 'model', 'budget' but no `messages`"):
+        read_history(b'{\n  "model": "x",\n  "budget": 3\n}\n')

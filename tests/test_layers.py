@@ -132,7 +132,8 @@ def test_no_import_cycles() -> None:
 
 
 def _sources() -> list[tuple[str, str]]:
-    """(where, Python source) of every module, test, tool, benchmark and notebook cell."""
+    """(where, Python source) of every module, test, tool, benchmark and notebook cell (IPython
+    magics and shell lines blanked)."""
     found = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8"))
              for top in ("histtrim", "livingspec", "tests", "tools", "bench", "docs")
              for p in (ROOT / top).rglob("*.py")]
@@ -140,7 +141,8 @@ def _sources() -> list[tuple[str, str]]:
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         found.extend((f"{notebook.name}[{i}]", "".join(c["source"]))
                      for i, c in enumerate(cells) if c["cell_type"] == "code")
-    return found
+    return [(where, "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                              for line in source.split("\n"))) for where, source in found]
 
 
 def test_every_import_names_the_module_that_defines_the_name() -> None:
@@ -151,11 +153,9 @@ def test_every_import_names_the_module_that_defines_the_name() -> None:
     defined = {name: _defines(path) for name, (path, _) in MODULES.items()}
     wrong = []
     for where, source in _sources():
-        cleaned = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                            for line in source.split("\n"))
         name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
         package = where.endswith("__init__.py")
-        for target, imported in _imports(cleaned, name, package):
+        for target, imported in _imports(source, name, package):
             if imported is None or not target.startswith(("histtrim", "livingspec")):
                 continue
             if f"{target}.{imported}" in MODULES:  # a module
@@ -166,6 +166,53 @@ def test_every_import_names_the_module_that_defines_the_name() -> None:
                 ok = imported in defined.get(target, set())
             if not ok:
                 wrong.append(f"{where}: from {target} import {imported}")
+    assert wrong == []
+
+
+def _all(path: Path) -> list[str]:
+    """The names a module's `__all__` lists (empty when it has none)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return [ast.literal_eval(e) for e in node.value.elts]  # type: ignore[attr-defined]
+    return []
+
+
+def test_a_modules_all_lists_only_what_it_defines() -> None:
+    """`__all__` is what a module defines: one documented home per name. The package
+    (`histtrim/__init__.py`) is the one re-export point."""
+    foreign = {
+        name: sorted(set(_all(path)) - _defines(path))
+        for name, (path, _) in MODULES.items() if name != "histtrim"
+    }
+    assert {name: names for name, names in foreign.items() if names} == {}
+
+
+def test_a_module_is_read_for_what_it_defines() -> None:
+    """`from histtrim import safety` then `safety.sweep_orphans` is a second import path
+    too: an attribute of an imported histtrim module must be defined there (unless the
+    source assigns it: a monkeypatch replaces the binding the module looks up)."""
+    defined = {name: _defines(path) for name, (path, _) in MODULES.items()}
+    wrong = []
+    for where, source in _sources():
+        name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        tree = ast.parse(source)
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    if full in MODULES and not MODULES[full][1] and full != name:
+                        aliases[alias.asname or alias.name] = full
+        read = [node for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name) and node.value.id in aliases]
+        patched = {(n.value.id, n.attr) for n in read if isinstance(n.ctx, ast.Store)}
+        wrong.extend(
+            f"{where}: {aliases[node.value.id]}.{node.attr}" for node in read
+            if node.attr not in defined[aliases[node.value.id]]
+            and not node.attr.startswith("__") and (node.value.id, node.attr) not in patched
+        )
     assert wrong == []
 
 

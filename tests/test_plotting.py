@@ -333,3 +333,63 @@ def test_example_edge_cases_are_what_their_names_say() -> None:
     assert len(ex.many_turns_session(3)) == 7
     with pytest.raises(ValueError, match="turns"):
         ex.many_turns_session(-1)
+
+
+def test_row_estimate_splits_each_rows_price_into_text_framing_and_images() -> None:
+    """Issue 31 §4: chapter 03's figure of a row's estimate draws these parts."""
+    from livingspec.plotting.rows import row_estimate, row_estimate_rows
+
+    session = ex.agent_session()
+    rows = row_estimate_rows(session)
+    assert [r.total for r in rows] == message_costs(session)
+    for row, message in zip(rows, session, strict=True):
+        assert row.framing == 4 and row.text >= 0
+        assert row.images in (0, 1_600)
+        if not row.images:
+            assert row.text == ceil(len(message.content.encode("utf-8")) / 4)
+    assert sum(r.images for r in rows) == 3_200  # the pasted screenshot and the tool's
+    picture = row_estimate(session, title="t")
+    assert picture.rows == rows
+    plt.close(picture.figure)
+
+
+def test_sweep_map_marks_what_the_sweep_removed_where() -> None:
+    """Issue 31 §4: chapter 08's figure of the sweep labels each row it touched."""
+    from histtrim.pairing import sweep_orphans
+    from livingspec.plotting.rows import sweep_map
+
+    items = [
+        ToolResults(results=[ToolResultMessage(tool_call_id="c0", content="stale")]),
+        ChatMessage.user("go"),
+        AssistantToolCalls(tool_calls=[ToolCall(id="c1", name="run", arguments={})]),
+        ChatMessage.assistant("done"),
+    ]
+    swept = sweep_orphans(items)
+    picture = sweep_map(items, swept, title="t")
+    assert [r.removed for r in picture.rows] == ["result c0", "-", "call c1", "-"]
+    assert [r.tokens for r in picture.rows] == item_costs(items)
+    plt.close(picture.figure)
+
+
+def test_sweep_passes_say_what_each_stage_removes() -> None:
+    """Issue 31 §4: chapter 08's figure of the sweep's passes draws these states."""
+    from histtrim.pairing import sweep_stages
+    from livingspec.plotting.rows import sweep_passes
+
+    history = [
+        ChatMessage.user("go"),
+        ChatMessage.assistant_tool_calls(None, [{"id": "c1", "name": "run", "arguments": {}},
+                                                {"id": "c2", "name": "run", "arguments": {}}]),
+        ChatMessage.tool_result("c1", "ok"),
+        ChatMessage.assistant("Reading it."),
+        ChatMessage(role="tool", content="no id"),
+    ]
+    steps = sweep_stages(history)
+    picture = sweep_passes(history, steps, labels=["U", "A", "T", "A", "T?"], title="t")
+    states = {(c.row, c.stage): c.state for c in picture.rows}
+    assert states[(1, "strip")] == "stripped"  # c2 is never answered
+    assert [states[(0, s.stage)] for s in steps] == ["kept"] * len(steps)
+    removed = [k for k, v in states.items() if v == "removed"]
+    assert len(removed) == 1 and removed[0][0] == 4
+    assert states[(4, steps[-1].stage)] in ("removed", "gone")
+    plt.close(picture.figure)

@@ -219,7 +219,9 @@ def test_cli_review_prints_the_comparison(
     ])
     out = capsys.readouterr().out
     assert code == 0
-    assert out.splitlines()[0].split() == ["spec", "reactive-half"]
+    settings, table = out.split("\n\n", 1)
+    assert settings.splitlines()[0] == "settings:"
+    assert table.splitlines()[0].split() == ["spec", "reactive-half"]
     assert "reactive-half: reactive_target 2/3 -> 1/2" in out
     html = report.read_text(encoding="utf-8")
     assert html.count("data:image/png;base64,") == 3

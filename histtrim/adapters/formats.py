@@ -15,7 +15,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import chain, compress
+from itertools import chain, compress, islice
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
@@ -159,6 +159,8 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
             except FormatError:
                 pass  # the whole-document parse below names the problem as it always has
     document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
+    if isinstance(document, dict) and "messages" not in document and _spans_lines(data):
+        raise FormatError(without_messages(document), line=1, field="messages")
     if isinstance(document, list) or (isinstance(document, dict) and "messages" in document):
         records = document.get("messages") if isinstance(document, dict) else document
         if not isinstance(records, list):
@@ -272,14 +274,31 @@ def _line_elements(data: bytes) -> array[int] | None:
 
 def _is_body(data: bytes) -> bool:
     """An object that spans the file (a request body), not the first of JSON Lines."""
-    end = data.find(b"\n")
-    if end < 0 or _NON_SPACE.search(data, end) is None:
+    if not _spans_lines(data):
         return True
     try:
-        _JSON.validate_json(data[:end])
+        _JSON.validate_json(data[: data.find(b"\n")])
     except ValidationError:
         return True  # a pretty-printed object: its first line is not JSON on its own
     return False
+
+
+def _spans_lines(data: bytes) -> bool:
+    """Whether the text runs over more than one line (a one-line object is one JSON Line)."""
+    end = data.find(b"\n")
+    return end >= 0 and _NON_SPACE.search(data, end) is not None
+
+
+def without_messages(document: Mapping[str, Any]) -> str:
+    """What a JSON object without `messages` is, and what was expected instead."""
+    keys = [str(key) for key in islice(document, 5)]
+    shown = ", ".join(repr(key[:40]) for key in keys) + (", ..." if len(document) > 5 else "")
+    return (
+        f"a JSON object with keys {shown} but no `messages` (a config file?); expected a "
+        "history: a JSON array of messages, an object with `messages`, or JSON Lines"
+        if keys else "an empty JSON object; expected a history: a JSON array of messages, an "
+        "object with `messages`, or JSON Lines"
+    )
 
 
 def _detect_lines(data: bytes, spans: array[int] | None) -> Format:

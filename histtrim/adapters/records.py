@@ -151,11 +151,12 @@ def _histtrim(record: Mapping[str, Any]) -> tuple[str, str]:
     role, content = record.get("role"), record.get("content")
     if (
         type(content) is str
+        and type(role) is str
         and role in _ROLES
         and record.keys() <= {"kind", "role", "content"}
         and record.get("kind", "chat") == "chat"
     ):
-        return role, content  # type: ignore[return-value]
+        return role, content
     try:
         item = _ITEM.validate_python(record)
     except ValidationError as error:

@@ -20,10 +20,6 @@ from histtrim.agent.calls import CallKind, CallOutcome, ProviderCall, TurnOutcom
 from histtrim.agent.history import AgentHistory
 from histtrim.agent.legacy import (
     FINAL_SUMMARY_PROMPT,
-    LEGACY_LOGGER,
-    LEGACY_TRIM_LOG,
-    LegacyRunResult,
-    legacy_run,
 )
 from histtrim.agent.providers import ContextOverflowError, Provider, ProviderReply, checked_reply
 from histtrim.agent.tools import Tool, _Toolbox
@@ -38,19 +34,9 @@ from histtrim.route import ResolvedRuntime
 from histtrim.visible import trim_structured
 
 __all__ = [
-    "FINAL_SUMMARY_PROMPT",
-    "LEGACY_LOGGER",
-    "LEGACY_TRIM_LOG",
     "UNRECOVERABLE_OVERFLOW",
     "Agent",
-    "CallKind",
-    "CallOutcome",
-    "LegacyRunResult",
-    "ProviderCall",
-    "Tool",
-    "TurnOutcome",
     "UnrecoverableContextOverflow",
-    "legacy_run",
 ]
 
 UNRECOVERABLE_OVERFLOW = "context overflow unrecoverable: only one turn left, cannot trim further"

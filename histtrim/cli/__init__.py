@@ -14,31 +14,19 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from histtrim.cli.argtypes import count
+from histtrim.cli.argtypes import count, file_path
 from histtrim.cli.conformance import register as register_conformance
 from histtrim.cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from histtrim.cli.estimate import cmd_estimate, format_turn_table
-from histtrim.cli.explain import cmd_explain, explain_route, load_route
+from histtrim.cli.estimate import cmd_estimate
+from histtrim.cli.explain import cmd_explain
+from histtrim.cli.output import say
 from histtrim.cli.review import add_review_command
-from histtrim.cli.sessions import Format, Session, read_session
 from histtrim.cli.tokenizer import add_tokenizer_arg
 from histtrim.cli.trim import cmd_trim
 
 __all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_OK",
-    "Format",
-    "InputError",
-    "Session",
     "build_parser",
-    "cmd_estimate",
-    "cmd_explain",
-    "cmd_trim",
-    "explain_route",
-    "format_turn_table",
-    "load_route",
     "main",
-    "read_session",
 ]
 
 
@@ -89,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     limit.add_argument("--budget", type=count, help="token budget (0 disables the trim)")
     limit.add_argument("--max-turns", type=count, help="keep at most this many turns")
     route_args(trim, required=False)
-    trim.add_argument("-o", "--output", help="write here instead of stdout")
+    trim.add_argument("-o", "--output", type=file_path, help="write here instead of stdout")
     trim.add_argument(
         "--policy",
         help="a policy .toml/.json: its constants price the rows, and a low-water target below "
@@ -162,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.run(args)
     except InputError as error:
-        print(f"histtrim: error: {error}", file=sys.stderr)
+        say(f"histtrim: error: {error}", err=True)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # The reader went away (`histtrim ... | head`): not an error of ours.

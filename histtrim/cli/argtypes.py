@@ -53,3 +53,10 @@ def _whole_number(text: str, minimum: int) -> int:
             f"expected a whole number from {minimum} to {MAX_WHOLE}, got {shown!r}"
         )
     return value
+
+
+def file_path(text: str) -> str:
+    """A path to write: not empty (an empty path would name the current folder)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name (or '-' for stdout), got ''")
+    return text

@@ -11,6 +11,7 @@ from typing import Any
 
 from histtrim.cli.argtypes import answer_bytes, positive, timeout_seconds
 from histtrim.cli.errors import EXIT_OK, InputError
+from histtrim.cli.output import say
 from histtrim.conformance.runner import MAX_ANSWER_BYTES
 
 EXIT_FAILED = 1
@@ -47,12 +48,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise InputError("run", str(error)) from None
     outcomes = result.outcomes
     rows = tally(outcomes, list(rule_texts), scope, in_scope if functions else ())
-    print(text_report(rows, result))
+    say(*text_report(rows, result).split("\n"))
     passed = sum(o.status == "passed" for o in outcomes)
     uncovered = sum(not r.covered for r in rows)
-    print(f"\n{passed}/{len(outcomes)} vectors passed; "
-          f"{sum(r.covered and not r.ok for r in rows)} of {len(rows) - uncovered} rules "
-          "not passing" + (f"; {uncovered} rules not covered" if uncovered else ""))
+    say("", f"{passed}/{len(outcomes)} vectors passed; "
+        f"{sum(r.covered and not r.ok for r in rows)} of {len(rows) - uncovered} rules "
+        "not passing" + (f"; {uncovered} rules not covered" if uncovered else ""))
     if args.junit:
         try:
             junit(outcomes, Path(args.junit))

@@ -7,7 +7,7 @@ import argparse
 
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
-from histtrim.cli.output import emit, visible
+from histtrim.cli.output import say
 from histtrim.config import FALLBACK_CONTEXT_TOKENS, AgentConfig, RuntimeProfile
 from histtrim.route import ResolvedRuntime, select_route
 
@@ -129,5 +129,5 @@ def _explain_budget(profile: RuntimeProfile, window: int, out: list[str]) -> int
 def cmd_explain(args: argparse.Namespace) -> int:
     runtime = load_route(args)
     lines = explain_route(runtime, agent=args.agent, model=args.model, hint=args.hint)
-    emit(None, "".join(visible(line) + "\n" for line in lines).encode("utf-8"))
+    say(*lines)
     return EXIT_OK

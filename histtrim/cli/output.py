@@ -7,12 +7,12 @@ removed. None or `-` is stdout; a target that is not a regular file (`/dev/null`
 from __future__ import annotations
 
 import sys
-import unicodedata
 from pathlib import Path
 
 from histtrim._files import write_atomically
 from histtrim.cli.errors import InputError
 from histtrim.cli.jsontext import STDIN
+from histtrim.display.tables import escape_controls
 
 
 def emit(output: str | None, data: bytes) -> None:
@@ -32,16 +32,10 @@ def emit(output: str | None, data: bytes) -> None:
         raise InputError(output, f"cannot write: {error.strerror or error}") from None
 
 
-_INVISIBLE = ("Cc", "Cf", "Zl", "Zp")
-"""Controls, format characters (bidirectional overrides included) and line separators."""
-
-
-def visible(text: str) -> str:
-    """`text` for a terminal line: every control, format or line-separator character shown as
-    its escape (`\\x1b`, `\\n`, `\\u202e`), so text from a config never moves the cursor,
-    recolours the terminal or starts a line of its own."""
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(
-        ascii(char)[1:-1] if unicodedata.category(char) in _INVISIBLE else char for char in text
-    )
+def say(*lines: str, err: bool = False) -> None:
+    """Print report lines (a table, a summary, an event, an error) on stdout, or stderr with
+    `err`: the one place the CLI prints text. Each line has its controls escaped (a newline
+    in it included): a name from a file, a config or a policy never reaches the terminal as
+    a control sequence or a line of its own."""
+    text = "\n".join(escape_controls(line) for line in lines)
+    print(text, file=sys.stderr if err else sys.stdout)

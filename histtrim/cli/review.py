@@ -14,10 +14,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
-from histtrim.cli.argtypes import count, positive
+from histtrim.cli.argtypes import count, file_path, positive
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.jsontext import display_name, read_bytes
+from histtrim.cli.output import say
 from histtrim.cli.rowfiles import read_rows, sniff
 from histtrim.cli.sessions import read_session
 from histtrim.cli.tokenizer import add_tokenizer_arg, token_counter
@@ -25,7 +26,7 @@ from histtrim.config import AgentConfig, ProviderProfile, RuntimeProfile
 from histtrim.messages import ConversationMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.review.cache import PROVIDERS, CacheModel, cache_model
-from histtrim.review.compare import SessionLoadError, format_review, run_review
+from histtrim.review.compare import SessionLoadError, review_lines, run_review, settings_lines
 from histtrim.review.replay import ReplaySettings
 from histtrim.review.sessions import ReviewSession, session_from_items
 from histtrim.route import select_route
@@ -37,7 +38,9 @@ PROGRESS_FROM = 200
 
 
 def session_paths(inputs: Sequence[str]) -> list[str]:
-    """Files named, files under directories (recursively), or glob matches; sorted, once each."""
+    """Files named, files under directories (recursively), or glob matches; sorted, once each.
+    A named or matched file that is not `.json` or `.jsonl` (a script beside the sessions) is
+    skipped with a one-line note on stderr."""
     found: dict[str, None] = {}
     for given in inputs:
         path = Path(given)
@@ -45,13 +48,18 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
             matches = sorted(
                 str(p) for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES
             )
-        elif path.exists():
-            matches = [given]
         else:
-            matches = sorted(glob.glob(given, recursive=True))
+            named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
+            matches = [m for m in named if Path(m).suffix in SESSION_SUFFIXES]
+            for skipped in (m for m in named if Path(m).suffix not in SESSION_SUFFIXES):
+                say(f"histtrim: skipped {skipped}: not a session file (.json or .jsonl)", err=True)
+            if named and not matches:
+                continue
         if not matches:
             raise InputError(given, "no session files here (expected .json or .jsonl files)")
         found.update(dict.fromkeys(matches))
+    if not found:
+        raise InputError(inputs[0], "no session files here (expected .json or .jsonl files)")
     return list(found)
 
 
@@ -68,6 +76,12 @@ def _true_window(args: argparse.Namespace, window: int | None) -> int | None:
     if args.true_window is not None:
         return int(args.true_window)
     return max(1, window * 3 // 4) if window else None
+
+
+def _budget(args: argparse.Namespace) -> int:
+    """`--budget`, else half the declared window: below the true window (3/4 of it by
+    default), so proactive trims (RUN-1) do the work and overflows stay the exception."""
+    return int(args.budget) if args.budget is not None else max(1, args.window // 2)
 
 
 def load_session(path: str) -> ReviewSession:
@@ -182,7 +196,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
             tokenizer=tokenizer,
         )
     profile = RuntimeProfile(
-        max_context_tokens=args.budget, max_tool_iterations=args.max_tool_iterations
+        max_context_tokens=_budget(args), max_tool_iterations=args.max_tool_iterations
     )
     return ReplaySettings(
         profile=profile,
@@ -216,7 +230,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         if args.dask is None or not str(error).startswith("dask: "):
             raise
         raise InputError("--dask", str(error).removeprefix("dask: ")) from None
-    print(format_review(review, cache=cache))
+    say(*settings_lines(settings, policies[0][1], cache), *review_lines(review, cache=cache))
     if args.html:
         from histtrim.review.report import write_report
 
@@ -224,7 +238,7 @@ def cmd_review(args: argparse.Namespace) -> int:
             write_report(args.html, review, settings, cache)
         except OSError as error:
             raise InputError(args.html, f"cannot write: {error.strerror or error}") from None
-        print(f"report: {args.html}")
+        say(f"report: {args.html}")
     return EXIT_OK
 
 
@@ -239,7 +253,10 @@ def add_review_command(commands: Any) -> None:
     )
     review.add_argument("sessions", nargs="+", help="session files, directories or globs")
     review.add_argument("--policy", action="append", default=[], help="a policy .toml/.json")
-    review.add_argument("--budget", type=count, help="max_context_tokens (0: proactive off)")
+    review.add_argument(
+        "--budget", type=count,
+        help="max_context_tokens (default: half the declared window; 0: proactive off)",
+    )
     review.add_argument("--config", help="agent config (.toml or .json) instead of --budget")
     review.add_argument("--agent", help="agent name in the config")
     review.add_argument(
@@ -254,7 +271,9 @@ def add_review_command(commands: Any) -> None:
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
     review.add_argument("--max-tool-iterations", type=positive, default=10,
                         help="tool rounds the replayed agent may run per turn (default 10)")
-    review.add_argument("--html", help="write a self-contained HTML report here")
+    review.add_argument(
+        "--html", type=file_path, help="write a self-contained HTML report here"
+    )
     review.add_argument(
         "--cache", metavar="PROVIDER|FILE",
         help=f"price each policy's requests with a prompt cache: {', '.join(PROVIDERS)}, or a "

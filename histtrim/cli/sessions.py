@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
+from histtrim.adapters.formats import without_messages
 from histtrim.adapters.openai import from_openai
 from histtrim.adapters.openai_checks import OpenAIFormatError
 from histtrim.adapters.rewrite import line_ending
@@ -77,6 +78,8 @@ def read_session(path: str, format: Format | None = None, data: bytes | None = N
         session = Session(source, messages, line_numbers(text, offsets), "object", document)
         rest = {key: value for key, value in document.items() if key != "messages"}
         check_value(source, rest, line=None)
+    elif isinstance(document, dict) and _is_jsonl(text):
+        raise InputError(source, without_messages(document), line=1, field="messages")
     else:
         session = _read_jsonl(source, text)
     session.data = data

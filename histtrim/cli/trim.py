@@ -7,7 +7,6 @@ planned on that one `TurnIndex` (and its row costs), in the runtime's order."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
 from histtrim.cli.jsontext import display_name, read_bytes
-from histtrim.cli.output import emit
+from histtrim.cli.output import emit, say
 from histtrim.cli.rowfiles import fast_rows, file_crumb_error
 from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
@@ -216,7 +215,12 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
         )
     text += f" ({limits.describe()})"
     budget = limits.budget or 0
-    if budget and outcome.tokens > budget and outcome.turns <= 1:
+    if budget and outcome.tokens > budget and outcome.turns == 0:
+        text += (
+            f"; over the budget of {_count(budget, 'token')} with no turn to drop: every row"
+            " comes before the first user message, and trims drop whole user turns (TURN-2)"
+        )
+    elif budget and outcome.tokens > budget and outcome.turns == 1:
         without = outcome.tokens - outcome.crumb_tokens
         if without > budget:
             text += (
@@ -314,11 +318,11 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # Everything is validated and serialized before the first byte is written.
     emit(args.output, data)
     for event in outcome.events:
-        print(event.to_json(), file=sys.stderr)
-    print(summary(source, outcome, limits), file=sys.stderr)
+        say(event.to_json(), err=True)
+    say(summary(source, outcome, limits), err=True)
     warnings = outcome.warnings
     if warnings is None:
         warnings = pairing_warnings(outcome.written)
     for line in warnings:
-        print(line, file=sys.stderr)
+        say(line, err=True)
     return EXIT_OK

@@ -10,7 +10,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim import capacity, carriers, estimate, low_water, route, safety, trim, turns
+from histtrim import (
+    capacity,
+    carriers,
+    estimate,
+    low_water,
+    pairing,
+    route,
+    safety,
+    trim,
+    turns,
+)
 from histtrim.adapters import trim_records_held
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
@@ -183,7 +193,7 @@ def check_request(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
 
 
 def sweep_orphans(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
-    swept = safety.sweep_orphans(
+    swept = pairing.sweep_orphans(
         history_list(history), crumb_present=_flag(arguments, "crumb_present")
     )
     return {

@@ -4,6 +4,7 @@ what the notebooks print, the CLI's and the review's tables."""
 from __future__ import annotations
 
 import html
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING
@@ -84,3 +85,18 @@ def fields_table(headers: Sequence[str], rows: Iterable[DataclassInstance]) -> T
 
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_INVISIBLE = ("Cc", "Cf", "Zl", "Zp")
+"""Controls, format characters (bidirectional overrides included) and line separators."""
+
+
+def escape_controls(text: str) -> str:
+    """`text` for a terminal line: every control, format or line-separator character shown as
+    its escape (`\\x1b`, `\\n`, `\\u202e`), so text from a config never moves the cursor,
+    recolours the terminal or starts a line of its own."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        ascii(char)[1:-1] if unicodedata.category(char) in _INVISIBLE else char for char in text
+    )

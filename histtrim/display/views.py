@@ -14,21 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from histtrim.display.page import HistoryPage, Status
-from histtrim.display.pieces import PREVIEW_CHARS, frame
+from histtrim.display.pieces import frame
 from histtrim.messages import ConversationMessage, conversation_rows
 from histtrim.trim import TrimResult, TurnCountTrimResult
-from histtrim.turn_sizes import TurnStats, turn_stats
+from histtrim.turn_sizes import turn_stats
 from histtrim.turns import index_turns, leading_system_count
 
 __all__ = [
-    "PREVIEW_CHARS",
     "History",
-    "Status",
-    "TurnStats",
     "history_html",
     "register_ipython_formatters",
     "trim_result_html",
-    "turn_stats",
 ]
 
 

@@ -4,6 +4,7 @@ side-by-side table the CLI prints and the notebook shows."""
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -149,7 +150,7 @@ _ROWS: tuple[tuple[str, Callable[[PolicySummary], object]], ...] = (
     ("sessions", lambda s: s.sessions),
     ("turns replayed", lambda s: s.turns),
     ("provider calls", lambda s: s.calls),
-    ("trims: token budget", lambda s: s.token_trims),
+    ("trims: token budget (RUN-1)", lambda s: s.token_trims),
     ("trims: turn limit", lambda s: s.turn_limit_trims),
     ("turns dropped", lambda s: s.dropped_turns),
     ("messages dropped", lambda s: s.dropped_messages),
@@ -193,6 +194,13 @@ def _number(value: float) -> str:
 def format_review(
     review: Review, *, list_sessions: int = 10, cache: CacheModel | None = None
 ) -> str:
+    """`review_lines` as one text."""
+    return "\n".join(review_lines(review, list_sessions=list_sessions, cache=cache))
+
+
+def review_lines(
+    review: Review, *, list_sessions: int = 10, cache: CacheModel | None = None
+) -> list[str]:
     """The side-by-side table (one column per policy), what each policy changes from the
     spec, and which sessions differ from the first policy; with a cache model, what the
     provider's prompt cache makes of each policy's requests (and where its numbers come from)."""
@@ -216,13 +224,47 @@ def format_review(
     for summary in summaries[1:]:
         names = summary.differing_sessions
         shown = ", ".join(names[:list_sessions]) + (" ..." if len(names) > list_sessions else "")
-        out.append(
+        out.extend(_wrapped(
             f"{summary.label} vs {baseline}: {len(names)} of {summary.sessions} sessions differ"
             + (f": {shown}" if names else "")
-        )
+        ))
     if cache is not None:
-        out.append(f"cache model {cache.name}: {cache.source}")
-    return "\n".join(out)
+        out.extend(_wrapped(f"cache model {cache.name}: {cache.source}"))
+    return out
+
+
+def _wrapped(text: str, width: int = 96) -> list[str]:
+    """A long note as lines of at most `width` characters, continued with an indent."""
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) or [""]
+
+
+def settings_lines(
+    settings: ReplaySettings, policy: Policy, cache: CacheModel | None = None
+) -> list[str]:
+    """What a review assumed, printed with its table: the window the runtime knows and the one
+    the provider really has, the budget and turn limit `policy` resolves on that route, the
+    provider's true prices, the token counts and the cache model."""
+    runtime = settings.runtime(policy)
+    declared = (
+        f"{runtime.capacity} tokens" if runtime.capacity is not None
+        else f"unknown (the window operand is {runtime.context_window})"
+    )
+    budget = runtime.effective_context_budget()
+    true_prices = settings.true_policy.changes()
+    return [
+        "settings:",
+        f"  declared window  {declared}: what the capacity check knows",
+        f"  true window      {settings.hidden_window or runtime.context_window} tokens: hidden"
+        " from the runtime, where the provider refuses",
+        f"  token budget     {f'{budget} tokens' if budget else 'off (max_context_tokens 0)'}",
+        f"  turn limit       {runtime.max_turns} turns",
+        f"  tool rounds      {settings.profile.max_tool_iterations} per turn",
+        "  true prices      "
+        + (", ".join(f"{k} {v}" for k, v in true_prices.items()) or "the spec's"),
+        f"  token counts     {settings.tokenizer or 'the estimate (EST-1)'}",
+        f"  prompt cache     {'none' if cache is None else cache.name}",
+        "",
+    ]
 
 
 def _batches(tasks: Sequence[Task], size: int) -> list[Sequence[Task]]:

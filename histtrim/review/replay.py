@@ -24,20 +24,17 @@ from histtrim.events import EventBus, ObservedTrim
 from histtrim.messages import ChatMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.review.cache import Prompt
-from histtrim.review.sessions import NO_OUTPUT, ReplayTurn, ReviewSession, session_from_items
+from histtrim.review.sessions import NO_OUTPUT, ReviewSession
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.turns import index_turns
 
 __all__ = [
     "ReplaySettings",
-    "ReplayTurn",
-    "ReviewSession",
     "SessionReplay",
     "Trim",
     "median_max",
     "replay",
     "replay_session",
-    "session_from_items",
 ]
 
 
@@ -109,6 +106,7 @@ class SessionReplay:
     true_tokens: tuple[int, ...]
     """The same requests priced as the provider really prices them."""
     token_trims: int
+    """Proactive token-budget trims (RUN-1); the overflow retries' trims are apart."""
     turn_limit_trims: int
     dropped_turns: int
     dropped_messages: int
@@ -124,6 +122,8 @@ class SessionReplay:
     """Every trim, in order: what `differs` compares."""
     history_tokens: tuple[int, ...] = ()
     """The estimated history (system rows included, tool schemas not) of each dispatch."""
+    overflow_trims: int = 0
+    """Trims after the provider reported an overflow (RUN-2), before the retry."""
     prompts: tuple[Prompt, ...] = ()
     """Each billed request (the provider answered) as blocks, for the cache model
     (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens.
@@ -131,7 +131,7 @@ class SessionReplay:
 
     @property
     def trims(self) -> int:
-        return self.token_trims + self.turn_limit_trims
+        return self.token_trims + self.turn_limit_trims + self.overflow_trims
 
     def differs(self, other: SessionReplay) -> bool:
         """Whether another policy kept, dropped or sent anything differently."""
@@ -187,12 +187,22 @@ def replay(
     outputs: deque[ToolOutput] = deque()
     tools = [Tool(_Recorded(outputs), name) for name in session.tools]
     observed: list[ObservedTrim] = []
+    reactive: set[int] = set()  # indices in `observed` of the trims an overflow caused
+    answered = [0]  # provider requests seen when the last trim was observed
+
+    def observe(seen: ObservedTrim) -> None:
+        requests = agent.provider.requests if isinstance(agent.provider, ScriptedProvider) else []
+        if len(requests) > answered[0] and requests[-1].outcome == "overflow":
+            reactive.add(len(observed))  # the first trim after an overflow: RUN-2's
+        answered[0] = len(requests)
+        observed.append(seen)
+
     counter = None if settings.tokenizer is None else exact_counter(settings.tokenizer)
     agent = Agent(
         ScriptedProvider(),
         settings.runtime(policy),
         token_counter=counter,
-        bus=EventBus(observers=[observed.append]),
+        bus=EventBus(observers=[observe]),
         system_prompt=session.system_prompt,
         tools=tools,
         policy=policy,
@@ -215,6 +225,7 @@ def replay(
         outputs.clear()
         outputs.extend(turn.outputs)
         first_event = len(agent.events)
+        answered[0] = 0
         live += 1
         unretried = 0
         try:
@@ -244,6 +255,11 @@ def replay(
                 for r in provider.requests if r.outcome == "reply"
             )
     events = agent.events
+    overflow_trims = len(reactive)
+    budget_trims = sum(
+        1 for i, seen in enumerate(observed)
+        if seen.event.reason == "token_budget" and i not in reactive
+    )
     return agent, SessionReplay(
         session=session.name,
         policy=label,
@@ -251,7 +267,7 @@ def replay(
         calls=len(agent.calls),
         tokens=tuple(call.tokens for call in agent.calls),
         true_tokens=tuple(true_tokens),
-        token_trims=sum(1 for e in events if e.reason == "token_budget"),
+        token_trims=budget_trims,
         turn_limit_trims=sum(1 for e in events if e.reason == "turn_limit"),
         dropped_turns=dropped_turns,
         dropped_messages=sum(e.dropped_messages for e in events),
@@ -262,6 +278,7 @@ def replay(
         kept_turns=live,
         trace=tuple(trims),
         history_tokens=tuple(call.history_tokens for call in agent.calls),
+        overflow_trims=overflow_trims,
         prompts=tuple(prompts),
     )
 

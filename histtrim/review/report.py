@@ -7,14 +7,15 @@ from __future__ import annotations
 import base64
 import html
 import io
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from histtrim._files import write_atomically
-from histtrim.display.tables import Table, text_table
+from histtrim.display.tables import Table, escape_controls, text_table
 from histtrim.review.cache import CacheModel
-from histtrim.review.compare import Review, format_review
+from histtrim.review.compare import Review, review_lines, settings_lines
 from histtrim.review.replay import ReplaySettings
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 _POLICY_COLORS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9")
 
 METRICS = {
-    "token_trims": "token-budget trims",
+    "token_trims": "token-budget trims (RUN-1)",
     "turn_limit_trims": "turn-limit trims",
     "dropped_turns": "turns dropped",
     "dropped_messages": "messages dropped",
@@ -36,6 +37,26 @@ METRICS = {
     "calls": "provider calls",
 }
 """The per-session figures a review can plot, with their axis labels."""
+
+MAX_SESSIONS_DRAWN = 40
+"""A per-session figure draws at most this many sessions (those where the policies differ
+most), so its size and memory stay bounded whatever the corpus; the table counts them all."""
+
+
+def drawn_sessions(review: Review, metrics: Sequence[str], limit: int = MAX_SESSIONS_DRAWN
+                   ) -> list[int]:
+    """The sessions (indices, review order) a per-session figure of `metrics` draws: all of
+    them up to `limit`, else the `limit` where the policies' values spread most."""
+    count = len(review.replays)
+    if count <= limit:
+        return list(range(count))
+    values = [per_session(review, m) for m in metrics]
+    spread = [
+        sum(max(v[label][i] for label in review.labels) - min(v[label][i] for label in
+            review.labels) for v in values)
+        for i in range(count)
+    ]
+    return sorted(sorted(range(count), key=lambda i: -spread[i])[:limit])
 
 
 def per_session(review: Review, metric: str) -> dict[str, list[int]]:
@@ -62,16 +83,23 @@ def per_session_table(review: Review, metrics: Sequence[str]) -> Table:
 
 def plain_label(text: str) -> str:
     """Text from sessions or policy files as matplotlib shows it literally: every `$` escaped,
-    so no file name is ever parsed as mathtext (`$\\frac$` made the report fail)."""
-    return text.replace("$", r"\$")
+    so no file name is ever parsed as mathtext (`$\\frac$` made the report fail), and every
+    control character written as its escape (no font draws them)."""
+    return escape_controls(text).replace("$", r"\$")
 
 
 def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Figure:
-    """One panel per metric: a group of bars per session, one bar per policy."""
+    """One panel per metric: a group of bars per session, one bar per policy; beyond
+    `MAX_SESSIONS_DRAWN` sessions, those where the policies differ most (the title says so)."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    sessions = [r.session for r in review.by_policy(review.labels[0])]
+    shown = drawn_sessions(review, metrics)
+    everyone = review.by_policy(review.labels[0])
+    sessions = [everyone[i].session for i in shown]
+    if len(shown) < len(everyone):
+        title += (f"\n({len(shown)} of {len(everyone)} sessions: those where the policies"
+                  " differ most)")
     figure = Figure(figsize=(max(6.0, 0.9 * len(sessions) + 2), 2.6 * len(metrics) + 0.6))
     axes_list = figure.subplots(len(metrics), 1, squeeze=False)[:, 0]
     width = 0.8 / len(review.labels)
@@ -79,23 +107,29 @@ def per_session_figure(review: Review, metrics: Sequence[str], title: str) -> Fi
         values = per_session(review, metric)
         for k, label in enumerate(review.labels):
             xs = [i + (k - (len(review.labels) - 1) / 2) * width for i in range(len(sessions))]
-            bars = axes.bar(xs, values[label], width=width, label=plain_label(label),
+            bars = axes.bar(xs, [values[label][i] for i in shown], width=width,
+                            label=plain_label(label),
                             color=_POLICY_COLORS[k % len(_POLICY_COLORS)])
             # Each bar's value on it: a policy whose values are all 0 still shows its zeros.
             axes.bar_label(bars, fontsize=7, padding=1)
-        axes.set_ylabel(METRICS[metric])
+        # Wrapped: stacked panels' labels never run into each other.
+        axes.set_ylabel(textwrap.fill(METRICS[metric], 18), fontsize=9)
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.margins(y=0.15)
+        top = max((values[label][i] for label in review.labels for i in shown), default=0)
+        axes.set_ylim(0, max(1, top) * 1.18)  # counts: from 0, never a -0.06..0.06 axis
         names = [plain_label(name) for name in sessions]
         axes.set_xticks(range(len(sessions)), names, rotation=30, ha="right", fontsize=8)
     axes_list[-1].set_xlabel("session")
+    figure.align_ylabels(axes_list)
     figure.suptitle(title)
     # One legend for every panel, under the title: never over a bar.
     handles, labels = axes_list[0].get_legend_handles_labels()
     inch = 1 / figure.get_figheight()
-    figure.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.4 * inch),
+    extra = 0.25 * title.count("\n")  # a second title line pushes the legend down
+    figure.legend(handles, labels, loc="upper center",
+                  bbox_to_anchor=(0.5, 1 - (0.4 + extra) * inch),
                   ncol=len(labels), fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0, 1, 1 - 0.65 * inch))
+    figure.tight_layout(rect=(0, 0, 1, 1 - (0.65 + extra) * inch))
     return figure
 
 
@@ -106,7 +140,9 @@ def tokens_figure(review: Review) -> Figure:
     figure = Figure(figsize=(7, 3.6))
     axes = figure.subplots()
     data = [[t for r in review.by_policy(label) for t in r.true_tokens] for label in review.labels]
-    axes.boxplot(data, tick_labels=[plain_label(label) for label in review.labels])
+    # Whiskers from minimum to maximum, no outlier points: bounded whatever the call count.
+    axes.boxplot(data, tick_labels=[plain_label(label) for label in review.labels],
+                 whis=(0, 100), showfliers=False)
     axes.set_xlabel("policy")
     axes.set_ylabel("tokens per provider call (true)")
     axes.set_title("Tokens sent per call")
@@ -154,39 +190,54 @@ def png_data_uri(figure: Figure) -> str:
     return "data:image/png;base64," + base64.b64encode(png_bytes(figure)).decode("ascii")
 
 
+def _alt_bars(review: Review, metrics: Sequence[str]) -> str:
+    shown = len(drawn_sessions(review, metrics))
+    which = (f"{shown} sessions" if shown == len(review.replays) else
+             f"the {shown} of {len(review.replays)} sessions where the policies differ most")
+    return (f"Bar charts, one panel each for {', '.join(METRICS[m] for m in metrics)}: "
+            f"one group of bars per session ({which}), one bar per policy "
+            f"({', '.join(review.labels)}), each bar labelled with its count.")
+
+
 def report_html(
     review: Review, settings: ReplaySettings, cache: CacheModel | None = None
 ) -> str:
     """A self-contained HTML page: settings, table, policy changes and the figures (with a
-    cache model, its rows in the table and the cost-against-context figure)."""
+    cache model, its rows in the table and the cost-against-context figure). Its size is
+    bounded whatever the corpus: the figures draw at most `MAX_SESSIONS_DRAWN` sessions."""
+    trims = ["token_trims", "dropped_turns"]
+    refusals = ["reactive_retries", "model_refusals", "capacity_refusals"]
+    policies = ", ".join(review.labels)
     figures = [
-        per_session_figure(
-            review, ["token_trims", "dropped_turns"], "Trims and context lost, per session"
-        ),
-        per_session_figure(
-            review, ["reactive_retries", "model_refusals", "capacity_refusals"],
-            "Retries and refusals, per session",
-        ),
-        tokens_figure(review),
-        *(() if cache is None else (cost_context_figure(review, [cache]),)),
+        (per_session_figure(review, trims, "Trims and context lost, per session"),
+         _alt_bars(review, trims)),
+        (per_session_figure(review, refusals, "Retries and refusals, per session"),
+         _alt_bars(review, refusals)),
+        (tokens_figure(review),
+         f"Box plots of the tokens per provider call as the provider counts them, one box "
+         f"per policy ({policies})."),
     ]
-    provider = settings.provider
-    route = (
-        f"declared window {provider.context_window}, true window {settings.hidden_window}, "
-        f"budget {settings.runtime(review.policies[0]).effective_context_budget()} (spec policy)"
-    )
+    if cache is not None:
+        figures.append((
+            cost_context_figure(review, [cache]),
+            f"Scatter plot: input cost relative to no cache ({cache.name}) against the mean "
+            f"history tokens sent per call, one point per policy ({policies}).",
+        ))
     images = "\n".join(
-        f'<figure><img alt="figure {n}" src="{png_data_uri(f)}"></figure>'
-        for n, f in enumerate(figures, start=1)
+        f'<figure><img alt="{html.escape(escape_controls(alt))}" src="{png_data_uri(f)}">'
+        "</figure>"
+        for f, alt in figures
     )
+    text = "\n".join(escape_controls(line) for line in [
+        *settings_lines(settings, review.policies[0], cache), *review_lines(review, cache=cache)
+    ])
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<title>histtrim design review</title><style>body{font-family:system-ui,sans-serif;"
-        "margin:2em;max-width:70em}pre{background:#f6f8fa;padding:1em;overflow:auto}"
-        "img{max-width:100%}</style></head><body>\n"
+        "margin:2em;max-width:70em}pre{background:#f6f8fa;padding:1em;white-space:pre-wrap;"
+        "overflow-wrap:anywhere}img{max-width:100%}</style></head><body>\n"
         f"<h1>Design review: {len(review.replays)} sessions, {len(review.labels)} policies</h1>\n"
-        f"<p>{html.escape(route)}</p>\n"
-        f"<pre>{html.escape(format_review(review, cache=cache))}</pre>\n"
+        f"<pre>{html.escape(text)}</pre>\n"
         f"{images}\n</body></html>\n"
     )
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import histtrim
-from histtrim.agent import runtime as runtime_module
+from histtrim.agent.legacy import legacy_run
 from histtrim.agent.providers import ScriptedProvider
 from histtrim.agent.runtime import Agent
 from histtrim.agent.tools import Tool
@@ -187,7 +187,7 @@ def recording(session: Session) -> Iterator[None]:
     for name in CONVERTERS:
         patch(histtrim, name, _wrap(session, name, getattr(histtrim, name)))
     patch(Agent, "turn", _record_turn(session, Agent.turn))
-    legacy = _record_legacy(session, runtime_module.legacy_run)
+    legacy = _record_legacy(session, legacy_run)
     patch(histtrim, "legacy_run", legacy)
     try:
         yield

@@ -1,4 +1,4 @@
-"""Rebuild the review corpus in this folder (deterministic): `python examples/sessions/build.py`.
+"""Rebuild the review corpus `examples/sessions/` (deterministic): `python tools/build_sessions.py`.
 
 Each kind is written in a format the CLI reads: histtrim provider-facing rows (JSON Lines:
 the coding agent, the first research agent), an Anthropic request body (the second research
@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 
 from histtrim import to_chat_messages
-from histtrim.adapters.openai import to_openai
 from histtrim.adapters.anthropic import to_anthropic
+from histtrim.adapters.openai import to_openai
 from livingspec.synth import generate, generate_long
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "examples" / "sessions"
 
 
 def _write(name: str, document: object) -> None:
