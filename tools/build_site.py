@@ -222,12 +222,13 @@ SUPPORTING = "Supporting types"
 
 
 def _defined_names(module: str) -> list[str]:
-    """The public names `histtrim.<module>` defines (its own, not imported), in source order:
+    """The public names `module` (dotted, `histtrim.trim`) defines (its own, not imported),
+    in source order:
     top-level classes, functions and assigned names without a leading underscore, only those
     of its `__all__` when it has one; type variables aside."""
     import typing
 
-    path = ROOT / "histtrim" / (module.replace(".", "/") + ".py")
+    path = ROOT / (module.replace(".", "/") + ".py")
     if not path.exists():
         path = path.with_suffix("") / "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -239,9 +240,7 @@ def _defined_names(module: str) -> list[str]:
             names += [t.id for t in node.targets if isinstance(t, ast.Name)]
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.append(node.target.id)
-        elif isinstance(node, ast.TypeAlias):
-            names.append(node.name.id)
-    loaded = importlib.import_module(f"histtrim.{module}")
+    loaded = importlib.import_module(module)
     listed = getattr(loaded, "__all__", None)
     return [name for name in dict.fromkeys(names) if not name.startswith("_")
             and name != "__all__" and (listed is None or name in listed)
@@ -262,12 +261,23 @@ def histtrim_modules() -> list[str]:
 
 
 def _automodule(module: str, skip: set[str]) -> list[str]:
-    """A module's directive: its docstring, then its public names not documented elsewhere
-    (the index lists the module either way)."""
-    names = [n for n in _defined_names(module) if n not in skip]
-    out = [f".. automodule:: histtrim.{module}"]
-    out += [f"   :members: {', '.join(names)}", "   :undoc-members:"] if names else ["   :no-members:"]
-    return [*out, ""]
+    """A module's docstring (the Python Module Index lists it), then each public name it
+    defines that is not documented elsewhere."""
+    loaded = importlib.import_module(f"histtrim.{module}")
+    out = [f".. automodule:: histtrim.{module}", "   :no-members:", ""]
+    for name in _defined_names(f"histtrim.{module}"):
+        if name not in skip:
+            out += _autodoc(f"histtrim.{module}.{name}", getattr(loaded, name))
+    return out
+
+
+def _autodoc(qualified: str, obj: object) -> list[str]:
+    """The autodoc directive of one name: a class with its members, a function, or data."""
+    if inspect.isclass(obj):
+        return [f".. autoclass:: {qualified}", "   :members:", ""]
+    if inspect.isfunction(obj):
+        return [f".. autofunction:: {qualified}", ""]
+    return [f".. autodata:: {qualified}", ""]
 
 
 def api_page() -> str:
@@ -292,13 +302,7 @@ def api_page() -> str:
             links = ", ".join(f":ref:`{rule} <{rule.lower()}>`" for rule in ids)
             out += [f"Rules: {links}.", ""]
         for name in names:
-            obj = getattr(histtrim, name)
-            if inspect.isclass(obj):
-                out += [f".. autoclass:: histtrim.{name}", "   :members:", ""]
-            elif inspect.isfunction(obj):
-                out += [f".. autofunction:: histtrim.{name}", ""]
-            else:
-                out += [f".. autodata:: histtrim.{name}", ""]
+            out += _autodoc(f"histtrim.{name}", getattr(histtrim, name))
     return "\n".join(out) + "\n"
 
 
@@ -359,8 +363,13 @@ def livingspec_page() -> str:
            "What the notebooks use from `livingspec/` (in the repository, not installed with "
            "histtrim).", ""]
     for module in LIVINGSPEC:
-        out += ["```{eval-rst}", f".. automodule:: {module}", "   :members:",
-                "   :no-index:", "```", ""]
+        # Documented here, not indexed: the Python Module Index lists the installed package.
+        out += ["```{eval-rst}", f".. automodule:: {module}", "   :no-index:",
+                "   :no-members:", "", f".. currentmodule:: {module}", ""]
+        loaded = importlib.import_module(module)
+        for name in _defined_names(module):
+            out += _autodoc(f"{module}.{name}", getattr(loaded, name))
+        out += ["```", ""]
     return "\n".join(out)
 
 

@@ -91,8 +91,9 @@ def _drop_type_docstring(
     app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]
 ) -> None:
     """A constant (`BREADCRUMB`) has no docstring of its own: autodoc would show its type's
-    (`str`'s) instead."""
-    if what in ("data", "attribute") and getattr(obj, "__doc__", None) == type(obj).__doc__:
+    (`str`'s) instead, and a type alias (`dict[str, Any]`) its origin's (`dict`'s)."""
+    inherited = (type(obj).__doc__, getattr(getattr(obj, "__origin__", None), "__doc__", None))
+    if what in ("data", "attribute") and getattr(obj, "__doc__", None) in inherited:
         lines.clear()
 
 
