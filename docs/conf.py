@@ -62,6 +62,9 @@ python_maximum_signature_line_length = 88
 autodoc_preserve_defaults = True
 autosummary_generate = False
 add_module_names = False
+# The right-hand contents column lists a page's sections (a spec section, a module), not
+# every documented object: hundreds of entries would bury the sections.
+toc_object_entries = False
 # Two modules may define the same short name (`Format`, `TokenCounter`): an annotation that
 # names one resolves to the first match instead of warning that both exist.
 suppress_warnings = ["ref.python"]

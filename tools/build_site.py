@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import typing
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -225,9 +226,7 @@ def _defined_names(module: str) -> list[str]:
     """The public names `module` (dotted, `histtrim.trim`) defines (its own, not imported),
     in source order:
     top-level classes, functions and assigned names without a leading underscore, only those
-    of its `__all__` when it has one; type variables aside."""
-    import typing
-
+    of its `__all__` when it has one; type parameters (`TypeVar`, `ParamSpec`) aside."""
     path = ROOT / (module.replace(".", "/") + ".py")
     if not path.exists():
         path = path.with_suffix("") / "__init__.py"
@@ -244,7 +243,10 @@ def _defined_names(module: str) -> list[str]:
     listed = getattr(loaded, "__all__", None)
     return [name for name in dict.fromkeys(names) if not name.startswith("_")
             and name != "__all__" and (listed is None or name in listed)
-            and not isinstance(getattr(loaded, name, None), typing.TypeVar)]
+            and not isinstance(getattr(loaded, name, None), TYPE_PARAMETERS)]
+
+
+TYPE_PARAMETERS = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
 
 
 def histtrim_modules() -> list[str]:

@@ -131,7 +131,7 @@ def test_no_cross_reference_is_left_unresolved(site: Path) -> None:
 def _public_names() -> dict[str, list[str]]:
     """Each public module of the installed package (`histtrim.trim`, ...) -> the names it
     defines itself (read from its source): top-level classes, functions and assignments
-    without a leading underscore, those of its `__all__` when it has one, type variables
+    without a leading underscore, those of its `__all__` when it has one, type parameters
     aside. A re-export is public where it is defined, not where it is imported."""
     found: dict[str, list[str]] = {}
     for path in sorted((ROOT / "histtrim").rglob("*.py")):
@@ -155,7 +155,7 @@ def _public_names() -> dict[str, list[str]]:
                 if target.id == "__all__" and value is not None:
                     listed = set(ast.literal_eval(value))
                 elif not (isinstance(value, ast.Call) and getattr(value.func, "id", "")
-                          == "TypeVar"):
+                          in ("TypeVar", "ParamSpec", "TypeVarTuple")):
                     names.append(target.id)
         found[".".join(parts)] = [n for n in dict.fromkeys(names) if not n.startswith("_")
                                   and (listed is None or n in listed)]
