@@ -17,6 +17,7 @@ import datetime as dt
 import importlib
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -274,12 +275,15 @@ def _automodule(module: str, skip: set[str]) -> list[str]:
 
 
 def _autodoc(qualified: str, obj: object) -> list[str]:
-    """The autodoc directive of one name: a class with its members, a function, or data."""
+    """The autodoc directive of one name: a class with its members, a function, or data
+    (with its value when short)."""
     if inspect.isclass(obj):
         return [f".. autoclass:: {qualified}", "   :members:", ""]
     if inspect.isfunction(obj):
         return [f".. autofunction:: {qualified}", ""]
-    return [f".. autodata:: {qualified}", ""]
+    # A long value (a schema, a table of constants) is the module's to read, not a signature's.
+    long = len(repr(obj)) > 80
+    return [f".. autodata:: {qualified}", *(["   :no-value:"] if long else []), ""]
 
 
 def api_page() -> str:
@@ -342,21 +346,26 @@ def _cli_usage() -> list[str]:
     from histtrim.cli import build_parser
 
     parser = build_parser()
-    out = [*_rst_heading("Usage", "-"), ".. code-block:: text", "",
-           *(f"   {line}" for line in _help(parser).splitlines()), ""]
-    for action in parser._subparsers._group_actions if parser._subparsers else []:
-        for name, sub in getattr(action, "choices", {}).items():
-            out += [*_rst_heading(f"histtrim {name}", "~"), ".. code-block:: text", "",
-                    *(f"   {line}" for line in _help(sub).splitlines()), ""]
+    out = [*_rst_heading("Usage", "-"), *_help_block(parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [*_rst_heading(f"histtrim {name}", "~"), *_help_block(sub)]
     return out
 
 
-def _help(parser: argparse.ArgumentParser) -> str:
-    """A parser's help at 88 columns, whatever the terminal that builds the site."""
-    import os
-
+def _help_block(parser: argparse.ArgumentParser) -> list[str]:
+    """A parser's help as a literal block, at 88 columns whatever terminal builds the site."""
+    columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "88"
-    return parser.format_help().rstrip()
+    try:
+        text = parser.format_help().rstrip()
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
+    return [".. code-block:: text", "", *(f"   {line}" for line in text.splitlines()), ""]
 
 
 def livingspec_page() -> str:

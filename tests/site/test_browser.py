@@ -61,9 +61,9 @@ FONTS = {"fonts-noto-cjk": ":lang=ja", "fonts-noto-color-emoji": "Noto Color Emo
 
 
 def _check_fonts() -> None:
-    fc_list = shutil.which("fc-list") or "fc-list"
-    missing = [package for package, pattern in FONTS.items()
-               if not shutil.which(fc_list) or not subprocess.run([fc_list, pattern], capture_output=True, text=True,
+    fc_list = shutil.which("fc-list")
+    missing = [package for package, pattern in FONTS.items() if fc_list is None
+               or not subprocess.run([fc_list, pattern], capture_output=True, text=True,
                                      check=False).stdout.strip()]
     if not missing:
         return
