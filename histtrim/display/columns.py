@@ -93,8 +93,8 @@ def _fold_line(line: str, width: int) -> str:
     if sum(widths) <= width:
         return line
     indent = line[: len(line) - len(line.lstrip(" "))]
-    prefix = indent + HANG
-    room = max(width - display_width(prefix), 8)
+    prefix = indent + HANG if display_width(indent + HANG) <= width // 2 else HANG
+    room = width - display_width(prefix)
     pieces: list[str] = []
     start = 0
     while start < len(line):
