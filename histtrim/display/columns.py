@@ -83,9 +83,21 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
 
 def fold(text: str, width: int = COLUMNS) -> str:
     """Each line of `text` longer than `width` columns broken into lines that fit, at a
-    space where there is one (else inside a word); every continuation starts with the line's
+    space where there is one, else after a comma (compact JSON), else inside a word; every continuation starts with the line's
     own indent and `HANG`, so a reader sees it continues the line above. One pass per line."""
     return "\n".join(_fold_line(line, width) for line in text.split("\n"))
+
+
+_AFTER = frozenset(",;")  # a line may also break after these (compact JSON has no spaces)
+
+
+def _break(line: str, low: int, end: int) -> int:
+    """Where to end a piece that must end by `end`: at the last space (dropped) or after the
+    last comma or semicolon, at or after `low`; else at `end` itself (inside a word)."""
+    for position in range(end, low - 1, -1):
+        if line[position] == " " or line[position - 1] in _AFTER:
+            return position
+    return max(end, low)
 
 
 def _fold_line(line: str, width: int) -> str:
@@ -100,8 +112,7 @@ def _fold_line(line: str, width: int) -> str:
     while start < len(line):
         end = _cut(widths, start, width if not pieces else room)
         if end < len(line):
-            space = line.rfind(" ", start + (1 if pieces else len(indent) + 1), end + 1)
-            end = space if space > start else max(end, start + 1)
+            end = _break(line, start + (1 if pieces else len(indent) + 1), end)
         piece = line[start:end].rstrip(" ")
         pieces.append(piece if not pieces else prefix + piece)
         start = end
