@@ -1,7 +1,8 @@
 """The built site in a real browser (headless Chromium through Playwright): the landing page,
 a chapter and search work, with no console errors, every image loaded and every chapter in
-the sidebar. Screenshots go to build/screenshots/. Without Chromium this fails in CI (CI set)
-and is skipped elsewhere, saying how to install it."""
+the sidebar, and nothing hidden behind a scrollbar. Screenshots go to build/screenshots/.
+Without Chromium, or without the CJK and emoji fonts readers have, this fails in CI (CI set)
+and is skipped elsewhere, saying how to install them."""
 
 from __future__ import annotations
 
