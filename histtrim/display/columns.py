@@ -82,9 +82,9 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
 
 
 def fold(text: str, width: int = COLUMNS) -> str:
-    """Each line of `text` longer than `width` columns broken into lines that fit, at a
-    space where there is one, else after a comma (compact JSON), else inside a word; every continuation starts with the line's
-    own indent and `HANG`, so a reader sees it continues the line above. One pass per line."""
+    """Each line of `text` longer than `width` columns broken into lines that fit: at a
+    space, else after a comma (compact JSON), else inside a word. Every continuation starts
+    with the line's own indent and `HANG`, so a reader sees it continues the line above."""
     return "\n".join(_fold_line(line, width) for line in text.split("\n"))
 
 
