@@ -25,7 +25,6 @@ extensions = [
     "myst_nb",
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
-    "sphinx.ext.napoleon",
     "histtrim_site",
 ]
 
@@ -62,9 +61,13 @@ autodoc_typehints_format = "short"
 python_maximum_signature_line_length = 88
 autodoc_preserve_defaults = True
 autosummary_generate = False
-napoleon_google_docstring = True
-napoleon_numpy_docstring = False
 add_module_names = False
+# The right-hand contents column lists a page's sections (a spec section, a module), not
+# every documented object: hundreds of entries would bury the sections.
+toc_object_entries = False
+# Two modules may define the same short name (`Format`, `TokenCounter`): an annotation that
+# names one resolves to the first match instead of warning that both exist.
+suppress_warnings = ["ref.python"]
 
 html_theme = "sphinx_book_theme"
 html_title = "histtrim · the living spec"

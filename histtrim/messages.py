@@ -59,7 +59,8 @@ class RowFacts(NamedTuple):
     """TURN-2/TURN-3: a real user row opens a turn; a `[Tool results]` carrier does not."""
     utf8_bytes: int
     image_markers: bool
-    """A real user row with `[IMAGE:` text: its price needs the marker split (EST-2)."""
+    """A real user row with an `[IMAGE:...]` marker in its text: its price needs the marker
+    split (EST-2)."""
     declares_attachments: bool = False
     """A tool result or `[Tool results]` carrier that may declare attachments: in the current
     turn its price needs the envelope parsed (EST-2, EST-3); any other row is its bytes."""

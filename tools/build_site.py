@@ -17,10 +17,12 @@ import datetime as dt
 import importlib
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import typing
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,11 +31,28 @@ from livingspec.specindex import RULE_ID, rule_coverage, rules
 
 ROOT = Path(__file__).resolve().parent.parent
 STATUS = ROOT / "build" / "test-status.json"
-# The living spec's modules the notebooks use, documented after the public API.
-SUBMODULES = ["livingspec.examples", "livingspec.specindex",
+# The living spec's modules the notebooks use (not installed): on the contributors' page.
+LIVINGSPEC = ["livingspec.examples", "livingspec.specindex", "livingspec.plotting.tables",
               *(f"livingspec.plotting.{p.stem}"
                 for p in sorted((ROOT / "livingspec" / "plotting").glob("[!_]*.py"))
-                if p.stem != "__init__")]
+                if p.stem not in ("__init__", "tables"))]
+# The tools built on the spec modules, one API page each, in the order a user meets them.
+TOOLS = [
+    ("integrations", "Framework integrations",
+     "histtrim inside an agent framework's run: LangChain, Pydantic AI, the OpenAI Agents SDK."),
+    ("adapters", "Adapters: other formats",
+     "Histories in OpenAI, Anthropic and LangChain formats, and session files, trimmed by whole "
+     "turns."),
+    ("review", "Review: replaying sessions under policies",
+     "Replays recorded sessions under several policies and compares them, prompt cache "
+     "included."),
+    ("display", "Display", "Histories and trims shown in Jupyter and as text tables."),
+    ("agent", "The agent runtime",
+     "The agent whose tool loop trims proactively and reactively, its providers and tools."),
+    ("conformance", "Conformance kit",
+     "Runs the conformance vectors against another implementation and reports per rule."),
+    ("cli", "The command line", "The ``histtrim`` command and the modules behind it."),
+]
 
 
 def _git(*args: str) -> str:
@@ -204,35 +223,165 @@ def api_sections() -> list[tuple[str, list[str], list[str]]]:
 SUPPORTING = "Supporting types"
 
 
+def _defined_names(module: str) -> list[str]:
+    """The public names `module` (dotted, `histtrim.trim`) defines (its own, not imported),
+    in source order:
+    top-level classes, functions and assigned names without a leading underscore, only those
+    of its `__all__` when it has one; type parameters (`TypeVar`, `ParamSpec`) aside."""
+    path = ROOT / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = path.with_suffix("") / "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append(node.target.id)
+    loaded = importlib.import_module(module)
+    listed = getattr(loaded, "__all__", None)
+    return [name for name in dict.fromkeys(names) if not name.startswith("_")
+            and name != "__all__" and (listed is None or name in listed)
+            and not isinstance(getattr(loaded, name, None), TYPE_PARAMETERS)]
+
+
+TYPE_PARAMETERS = (typing.TypeVar, typing.ParamSpec, typing.TypeVarTuple)
+
+
+def histtrim_modules() -> list[str]:
+    """Every public module of the installed package, dotted under `histtrim.` (`trim`,
+    `adapters.openai`, ...): the ones the API reference documents."""
+    found = []
+    for path in sorted((ROOT / "histtrim").rglob("*.py")):
+        parts = path.relative_to(ROOT / "histtrim").with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and not any(p.startswith("_") for p in parts):
+            found.append(".".join(parts))
+    return found
+
+
+def _automodule(module: str, skip: set[str]) -> list[str]:
+    """A module's docstring (the Python Module Index lists it), then each public name it
+    defines that is not documented elsewhere."""
+    loaded = importlib.import_module(f"histtrim.{module}")
+    out = [f".. automodule:: histtrim.{module}", "   :no-members:", ""]
+    for name in _defined_names(f"histtrim.{module}"):
+        if name not in skip:
+            out += _autodoc(f"histtrim.{module}.{name}", getattr(loaded, name))
+    return out
+
+
+def _autodoc(qualified: str, obj: object) -> list[str]:
+    """The autodoc directive of one name: a class with its members, a function, or data
+    (with its value when short)."""
+    if inspect.isclass(obj):
+        return [f".. autoclass:: {qualified}", "   :members:", ""]
+    if inspect.isfunction(obj):
+        return [f".. autofunction:: {qualified}", ""]
+    # A long value (a schema, a table of constants) is the module's to read, not a signature's.
+    long = len(repr(obj)) > 80
+    return [f".. autodata:: {qualified}", *(["   :no-value:"] if long else []), ""]
+
+
 def api_page() -> str:
     """The API reference (reStructuredText, autodoc's own language): every name of
     `histtrim.__all__`, grouped by the spec section whose rules it implements
-    (`api_sections`), then the public submodules that are not re-exported."""
+    (`api_sections`); the pages under it document the rest of the installed package."""
     import histtrim
 
     out = [*_rst_heading("API reference", "="),
-           "Generated from the docstrings. Everything in the first sections is importable from "
-           "``histtrim`` directly (``from histtrim import trim_to_recent_turns``); the sections "
-           "follow the spec's sections (:doc:`spec/rules`), each headed by its rules and "
-           "holding the names that implement them (``docs/implemented_by.toml``). The last "
-           "sections are the living spec's modules the notebooks use (``livingspec``, in the "
-           "repository, not installed).", ""]
+           ".. py:module:: histtrim", "",
+           "Generated from the docstrings of the installed package. The sections below follow "
+           "the spec's sections (:doc:`spec/rules`), each headed by its rules and holding the "
+           "names that implement them (``docs/implemented_by.toml``); all of them are "
+           "importable from ``histtrim`` directly (``from histtrim import "
+           "trim_to_recent_turns``). The pages after them document the rest of the package, "
+           "a module at a time: every module of the spec in full, then the tools built on it.",
+           "", ".. toctree::", "   :maxdepth: 1", "", "   api/spec",
+           *(f"   api/{package}" for package, _, _ in TOOLS), ""]
     for section, ids, names in api_sections():
         out += _rst_heading(_literals(section), "-")
         if ids:
             links = ", ".join(f":ref:`{rule} <{rule.lower()}>`" for rule in ids)
             out += [f"Rules: {links}.", ""]
         for name in names:
-            obj = getattr(histtrim, name)
-            if inspect.isclass(obj):
-                out += [f".. autoclass:: histtrim.{name}", "   :members:", ""]
-            elif inspect.isfunction(obj):
-                out += [f".. autofunction:: histtrim.{name}", ""]
-            else:
-                out += [f".. autodata:: histtrim.{name}", ""]
-    for module in SUBMODULES:
-        out += [*_rst_heading(module, "-"), f".. automodule:: {module}", "   :members:", ""]
+            out += _autodoc(f"histtrim.{name}", getattr(histtrim, name))
     return "\n".join(out) + "\n"
+
+
+def api_module_pages() -> dict[str, str]:
+    """The pages under the API reference: `api/spec` (every top-level module of the spec,
+    the names already under `histtrim` aside) and one page per tool (`TOOLS`), each module
+    with every public name it defines."""
+    import histtrim
+
+    sources = _public_sources()
+    exported = {(sources[name], name) for name in histtrim.__all__}
+    modules = histtrim_modules()
+    pages: dict[str, str] = {}
+    spec = layer_order([m for m in modules if "." not in m and m not in {p for p, _, _ in TOOLS}])
+    out = [*_rst_heading("The spec modules in full", "="),
+           "Each module of the spec, lower layers first, with the public names it defines "
+           "beyond those :doc:`../api` lists (importable from ``histtrim``).", ""]
+    for module in spec:
+        out += [*_rst_heading(f"histtrim.{module}", "-"),
+                *_automodule(module, {n for m, n in exported if m == module})]
+    pages["api/spec"] = "\n".join(out) + "\n"
+    for package, title, intro in TOOLS:
+        out = [*_rst_heading(title, "="), intro, ""]
+        if package == "cli":
+            out += _cli_usage()
+        for module in [m for m in modules if m == package or m.startswith(package + ".")]:
+            skip = {n for m, n in exported if m == module}
+            out += [*_rst_heading(f"histtrim.{module}", "-"), *_automodule(module, skip)]
+        pages[f"api/{package}"] = "\n".join(out) + "\n"
+    return pages
+
+
+def _cli_usage() -> list[str]:
+    """`histtrim --help` and each command's help, as the command prints them."""
+    from histtrim.cli import build_parser
+
+    parser = build_parser()
+    out = [*_rst_heading("Usage", "-"), *_help_block(parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [*_rst_heading(f"histtrim {name}", "~"), *_help_block(sub)]
+    return out
+
+
+def _help_block(parser: argparse.ArgumentParser) -> list[str]:
+    """A parser's help as a literal block, at 88 columns whatever terminal builds the site."""
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "88"
+    try:
+        text = parser.format_help().rstrip()
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
+    return [".. code-block:: text", "", *(f"   {line}" for line in text.splitlines()), ""]
+
+
+def livingspec_page() -> str:
+    """The living spec's own modules (not installed) for the contributors' page."""
+    out = ["", "## The living spec's modules", "",
+           "What the notebooks use from `livingspec/` (in the repository, not installed with "
+           "histtrim).", ""]
+    for module in LIVINGSPEC:
+        # Documented here, not indexed: the Python Module Index lists the installed package.
+        out += ["```{eval-rst}", f".. automodule:: {module}", "   :no-index:",
+                "   :no-members:", "", f".. currentmodule:: {module}", ""]
+        loaded = importlib.import_module(module)
+        for name in _defined_names(module):
+            out += _autodoc(f"{module}.{name}", getattr(loaded, name))
+        out += ["```", ""]
+    return "\n".join(out)
 
 
 def _literals(text: str) -> str:
@@ -334,6 +483,11 @@ def stage(src: Path) -> int:
     (src / "spec" / "rules.md").write_text(rules_page(src), encoding="utf-8")
     (src / "spec" / "original.md").write_text(original_page(src), encoding="utf-8")
     (src / "api.rst").write_text(api_page(), encoding="utf-8")
+    (src / "api").mkdir(exist_ok=True)
+    for name, text in api_module_pages().items():
+        (src / f"{name}.rst").write_text(text, encoding="utf-8")
+    with (src / "contributing.md").open("a", encoding="utf-8") as page:
+        page.write(livingspec_page())
     (src / "_static" / "rules.js").write_text(rules_script(src), encoding="utf-8")
     info = build_info(len(chapters))
     (src / "_build_info.json").write_text(json.dumps(info, indent=1), encoding="utf-8")

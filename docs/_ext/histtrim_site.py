@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.addnodes import pending_xref
 from sphinx.application import Sphinx
 
@@ -91,12 +93,75 @@ def _drop_type_docstring(
     app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]
 ) -> None:
     """A constant (`BREADCRUMB`) has no docstring of its own: autodoc would show its type's
-    (`str`'s) instead."""
-    if what in ("data", "attribute") and getattr(obj, "__doc__", None) == type(obj).__doc__:
+    (`str`'s) instead, and a type alias (`dict[str, Any]`) its origin's (`dict`'s)."""
+    inherited = (type(obj).__doc__, getattr(getattr(obj, "__origin__", None), "__doc__", None))
+    if what in ("data", "attribute") and getattr(obj, "__doc__", None) in inherited:
         lines.clear()
 
 
+_ANNOTATED = re.compile(r"~?(?:typing\.|[\w.]*\.)?Annotated\[")
+_QUALIFIED = re.compile(r"~(?:\w+\.)+(\w+)")
+
+
+def readable_type(text: str) -> str:
+    """A signature or alias as a reader wants it: `Annotated[T, <pydantic metadata>]` is `T`
+    (the constraints are in the docstring), `~module.Name` is `Name`. Bracket-aware, one
+    pass per `Annotated`."""
+    text = _QUALIFIED.sub(r"\1", text)
+    while (match := _ANNOTATED.search(text)) is not None:
+        depth, first_end, position = 0, None, match.end()
+        while position < len(text):
+            char = text[position]
+            if char in "[(":
+                depth += 1
+            elif char in "])":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif char == "," and depth == 0 and first_end is None:
+                first_end = position
+            position += 1
+        inner = text[match.end() : first_end if first_end is not None else position]
+        text = text[: match.start()] + inner + text[position + 1 :]
+    return text
+
+
+def _readable_signature(
+    app: Sphinx, what: str, name: str, obj: object, options: object, signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str | None, str | None]:
+    """Pydantic models' signatures name their fields' `Annotated` metadata (`Strict`,
+    `MinLen`, `FieldInfo(...)`): show the types only."""
+    return (None if signature is None else readable_type(signature),
+            None if return_annotation is None else readable_type(return_annotation))
+
+
+def _readable_alias(
+    app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]
+) -> None:
+    """A type alias's "alias of ..." line without `Annotated` metadata."""
+    lines[:] = [readable_type(line) if line.startswith("alias of ") else line for line in lines]
+
+
+def _readable_types(app: Sphinx, doctree: nodes.document) -> None:
+    """What autodoc could not parse into links (an attribute's `Annotated` type, a type
+    alias's "alias of" line) as readable text: the types without their pydantic metadata."""
+    for signature in doctree.findall(addnodes.desc_signature):
+        for text in list(signature.findall(nodes.Text)):
+            if "Annotated[" in text or "~" in text:
+                text.parent.replace(text, nodes.Text(readable_type(str(text))))
+    for para in list(doctree.findall(nodes.paragraph)):
+        shown = para.astext()
+        if shown.startswith("alias of ") and "Annotated[" in shown:
+            para.children = []
+            para += nodes.Text("alias of ")
+            para += nodes.literal(text=readable_type(shown.removeprefix("alias of ")))
+
+
 def setup(app: Sphinx) -> dict[str, object]:
+    app.connect("doctree-read", _readable_types)
+    app.connect("autodoc-process-signature", _readable_signature)
+    app.connect("autodoc-process-docstring", _readable_alias)
     app.connect("autodoc-process-docstring", _drop_type_docstring)
     app.connect("builder-inited", _setup_rules)
     app.connect("doctree-read", _on_doctree_read)

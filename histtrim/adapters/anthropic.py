@@ -4,6 +4,7 @@ that take and return Anthropic bodies.
 Each message is paired with one row that says what the library needs (its role, whether it
 opens a turn, its price); the message itself is kept as given, outside the row, so the round
 trip is exact and no text can forge a role, a block or a message:
+
 - the top-level `system` (a string or text blocks) is one leading system row;
 - a user message with `tool_result` blocks is a `[Tool results]` carrier row: it continues
   the turn of the `tool_use` it answers (TURN-3), and the images inside its results are

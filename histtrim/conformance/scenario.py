@@ -1,4 +1,4 @@
-"""Agent-loop scenarios as protocol functions: one `Agent.turn` (RUN-*, SEEN-1..3, CAP-2..4,
+"""Agent-loop scenarios as protocol functions: one `Agent.turn` (RUN-1..3, SEEN-1..3, CAP-2..4,
 LIMIT-1..2) and one `legacy_run` (SEEN-4), from a state, a provider script and the texts
 the tools return, to every request sent, every event and the state after."""
 

@@ -96,7 +96,7 @@ def load(folder: Path) -> tuple[list[Vector], dict[str, str]]:
 
 
 def patterns(text: str | None) -> tuple[str, ...]:
-    """`"KEEP-*, EST-1"` -> ("KEEP-*", "EST-1"); None or empty means every rule."""
+    """`"KEEP-*, EST-1"` -> `("KEEP-*", "EST-1")`; None or empty means every rule."""
     if not text:
         return ("*",)
     found = tuple(p.strip() for p in text.split(",") if p.strip())

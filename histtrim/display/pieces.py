@@ -30,13 +30,15 @@ def preview(text: str) -> str:
 
 def text_block(text: str) -> str:
     """Message text as a block, its preview only."""
-    # Wrap at spaces only (never inside a word); a longer word scrolls.
-    return f'<div style="white-space:pre-wrap;overflow-x:auto">{preview(text)}</div>'
+    # Wrap at spaces, and inside a word longer than the line (a URL, a JSON blob) rather
+    # than hide its end behind a scrollbar.
+    return f'<div style="white-space:pre-wrap;overflow-wrap:anywhere">{preview(text)}</div>'
 
 
 def image_block(target: str) -> str:
     """An image reference; an inline `data:image/...` image is shown as the image itself."""
-    label = f'<div style="color:#666">🖼 image: {escape(shorten(target))}</div>'
+    label = (f'<div style="color:#666;overflow-wrap:anywhere">🖼 image: '
+             f"{escape(shorten(target))}</div>")
     if not target.startswith("data:image/"):
         return label
     return (
@@ -81,7 +83,7 @@ def marker_block(text: str) -> str:
 def frame(title: str, summary: str, blocks: str) -> str:
     """A whole view: its title, its one-line summary, then its blocks."""
     return (
-        f'<div class="histtrim" style="{_FONT}">'
+        f'<div class="histtrim" style="{_FONT};overflow-wrap:anywhere">'
         f'<div style="font-weight:700">{escape(title)}</div>'
         f'<div style="color:#444;margin-bottom:4px">{escape(summary)}</div>'
         f"{blocks}</div>"

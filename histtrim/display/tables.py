@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
+from histtrim.display.columns import display_width, pad
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
@@ -56,8 +58,9 @@ class Table(str):
 
 
 def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
-    """A table: numeric columns right-aligned, text left-aligned, `-` for None. Its text is
-    the plain-text rendering; in Jupyter `print_block` shows it as an HTML table."""
+    """A table: numeric columns right-aligned, text left-aligned, `-` for None, aligned by
+    display width (a CJK character or an emoji takes two columns). Its text is the
+    plain-text rendering; in Jupyter `print_block` shows it as an HTML table."""
     raw = [list(row) for row in rows]
     cells = [[_cell(v) for v in row] for row in raw]
     numeric = [
@@ -65,13 +68,11 @@ def text_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> Tabl
         and all(_is_number(row[c]) or row[c] is None for row in raw)
         for c in range(len(headers))
     ]
-    widths = [max([len(h), *(len(row[c]) for row in cells)]) for c, h in enumerate(headers)]
+    widths = [max([display_width(h), *(display_width(row[c]) for row in cells)])
+              for c, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
-        parts = [
-            v.rjust(w) if num else v.ljust(w)
-            for v, w, num in zip(values, widths, numeric, strict=True)
-        ]
+        parts = [pad(v, w, right=num) for v, w, num in zip(values, widths, numeric, strict=True)]
         return "  ".join(parts).rstrip()
 
     text = "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, cells)])

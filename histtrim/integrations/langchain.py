@@ -63,7 +63,8 @@ def is_breadcrumb(message: BaseMessage) -> bool:
 
 
 def has_breadcrumb(messages: Sequence[BaseMessage]) -> bool:
-    """Whether the message after the leading `SystemMessage`s is the middleware's breadcrumb."""
+    """Whether the message after the leading system messages (`SystemMessage`) is the
+    middleware's breadcrumb."""
     prefix = 0
     while prefix < len(messages) and isinstance(messages[prefix], SystemMessage):
         prefix += 1

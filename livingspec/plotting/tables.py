@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from histtrim.carriers import parse_tool_calls, parse_tool_result, to_chat_messages
+from histtrim.display.columns import fold, truncate
 from histtrim.display.tables import Table, text_table
 from histtrim.estimate import message_costs
 from histtrim.messages import (
@@ -19,9 +19,6 @@ from histtrim.messages import (
 )
 from histtrim.turns import TurnIndex, index_turns
 
-if TYPE_CHECKING:
-    pass
-
 Item = ChatMessage | AssistantToolCalls | ToolResults
 
 
@@ -31,7 +28,10 @@ def print_block(*parts: object) -> None:
     Jupyter may split the output of several writes into separate stream outputs depending
     on timing; one write per cell keeps committed notebook outputs byte-identical. When a
     part is a `Table` and an IPython kernel is running, the output is one rich display: the
-    same text as `text/plain`, and HTML (tables as tables, the rest preformatted)."""
+    same text as `text/plain`, and HTML (tables as tables, the rest preformatted). A line
+    wider than the output column (`COLUMNS`) is broken with a hanging indent (`fold`); a
+    table's text is never broken (narrow the table instead)."""
+    parts = tuple(part if isinstance(part, Table) else fold(str(part)) for part in parts)
     text = "\n".join(map(str, parts))
     shell = _ipython()
     if shell is None or not any(isinstance(part, Table) for part in parts):
@@ -62,8 +62,8 @@ def _ipython() -> object | None:
 
 
 def _shorten(text: str, width: int) -> str:
-    flat = text.replace("\n", " ⏎ ")
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    """One line of at most `width` display columns (a CJK character or an emoji is two)."""
+    return truncate(text.replace("\n", " ⏎ "), width)
 
 
 def row_summary(item: Item, width: int = 60) -> str:
