@@ -4,6 +4,7 @@ numbers it printed, instead of a traceback; any other error still shows its trac
 
 from __future__ import annotations
 
+import os
 from types import TracebackType
 from typing import Any
 
@@ -20,13 +21,14 @@ def _no_figure(shell: Any, etype: type[BaseException], value: BaseException,
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
 
-def install() -> None:
-    """Hook `_no_figure` into the running IPython shell (a no-op outside IPython)."""
+def install(notebook: str) -> None:
+    """Hook `_no_figure` into the running IPython shell, and name the notebook in
+    JPY_SESSION_NAME as Jupyter's server does for a live kernel (the chapters show their
+    widgets only in a live kernel, never under nbconvert or nbval)."""
     from IPython import get_ipython
 
     shell = get_ipython()
-    if shell is not None:
-        shell.set_custom_exc((ModuleNotFoundError,), _no_figure)
-
-
-install()
+    if shell is None:
+        raise RuntimeError("livingspec.lite.install runs in a notebook's kernel")
+    shell.set_custom_exc((ModuleNotFoundError,), _no_figure)
+    os.environ.setdefault("JPY_SESSION_NAME", notebook)

@@ -39,7 +39,8 @@ ZIP_DATE = (2020, 2, 2, 0, 0, 0)
 # Startup cell of every in-browser copy of a chapter (see livingspec/lite.py).
 SETUP_CELL = ("# Added by `make lite` to the in-browser copy: Pyodide has no matplotlib, so a\n"
               "# cell that draws a figure prints its numbers and one line saying why.\n"
-              "import livingspec.lite")
+              "import livingspec.lite\n\n"
+              "livingspec.lite.install({path!r})")
 
 
 def canonical(name: str) -> str:
@@ -194,7 +195,7 @@ def lite_notebook(source: Path, out: Path) -> None:
     notebook["cells"].insert(first_code, {
         "cell_type": "code", "execution_count": None, "id": "lite-setup",
         "metadata": {"tags": ["lite-setup"]}, "outputs": [],
-        "source": SETUP_CELL.splitlines(keepends=True)})
+        "source": SETUP_CELL.format(path=source.name).splitlines(keepends=True)})
     out.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
