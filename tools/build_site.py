@@ -293,7 +293,7 @@ def _run_in_browser(stem: str) -> dict[str, Any]:
             f'{stem}.ipynb">Run in browser</a>')
     return {"cell_type": "markdown", "id": "lite-run", "metadata": {},
             "source": f"{link}: this chapter runs in JupyterLite (Python in the page, nothing "
-                      "installed; the first run loads about 20 MB)."}
+                      "installed; the first run loads about 30 MB)."}
 
 
 # A figure's data table longer than this is folded on the site (the figure shows it).

@@ -13,6 +13,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -38,16 +40,9 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 def lite(site: Path) -> Path:
     """build/spec/lite: `make spec` builds it after the site; built here when missing."""
     if not (site / "lite" / "index.html").exists():
-        import importlib.util
-        import sys
-
-        builder = ROOT / "tools" / "build_lite.py"
-        spec = importlib.util.spec_from_file_location("build_lite", builder)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        assert module.main([]) == 0
+        done = subprocess.run([sys.executable, str(ROOT / "tools" / "build_lite.py")],
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
     return site / "lite"
 
 
