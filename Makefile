@@ -26,7 +26,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root without --allow-root (containers, CI): add it only for root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install test lint typecheck pytest spec site-test notebooks lab bench clean distclean vectors regenerate
+.PHONY: install test lint typecheck pytest spec lite site-test notebooks lab bench clean distclean vectors regenerate
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ $(BIN)/python:
 $(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
 	@$(BIN)/python -m pip install -qq -U pip
-	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents]"
+	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents,lite]"
 	@$(BIN)/python -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 
@@ -71,8 +71,15 @@ vectors: $(INSTALLED)
 
 # The living spec site (Sphinx + MyST-NB + sphinx-book-theme) from the committed notebook
 # outputs, nothing executed: quiet, one line per chapter, warnings are errors -> build/spec/.
+# Then the in-browser spec into build/spec/lite/ (`make lite`), which the site links to.
 spec: $(INSTALLED)
 	@$(BIN)/python tools/build_site.py
+	@$(BIN)/python tools/build_lite.py
+
+# The in-browser spec alone (JupyterLite + Pyodide, offline: npm and PyPI, pinned) ->
+# build/spec/lite/; lite/chapters.json says which chapters run there and why not the others.
+lite: $(INSTALLED)
+	@$(BIN)/python tools/build_lite.py
 
 # Regenerate committed outputs in place (idempotent: `git diff --exit-code notebooks/` afterwards).
 notebooks: $(INSTALLED)

@@ -426,8 +426,23 @@ def stage_notebook(notebook: Path, target: Path) -> None:
             if html_text is not None:
                 output["data"]["text/html"] = _link_cells("".join(html_text), chapters)
         cells += _caption_figures_only(cell)
+    if notebook.stem in IN_BROWSER:
+        cells.insert(1, _run_in_browser(notebook.stem))
     data["cells"] = cells
     target.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# The chapters that run in the browser (`make lite`, tools/build_lite.py builds them).
+IN_BROWSER = json.loads((ROOT / "lite" / "chapters.json").read_text(encoding="utf-8"))["runs"]
+
+
+def _run_in_browser(stem: str) -> dict[str, Any]:
+    """A markdown cell under the chapter's title: its link into the in-browser spec."""
+    link = (f'<a class="reference external lite-run" href="lite/notebooks/index.html?path='
+            f'{stem}.ipynb">Run in browser</a>')
+    return {"cell_type": "markdown", "id": "lite-run", "metadata": {},
+            "source": f"{link}: this chapter runs in JupyterLite (Python in the page, nothing "
+                      "installed; the first run loads about 30 MB)."}
 
 
 # A figure's data table longer than this is folded on the site (the figure shows it).
