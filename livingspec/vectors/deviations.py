@@ -32,12 +32,12 @@ def _sweep_stops_after_pass_2() -> Iterator[None]:
 @contextlib.contextmanager
 def _tool_rows_priced_as_text() -> Iterator[None]:
     """The reference prices a current tool result by its whole row, declared images or not."""
-    split = estimate._images_split
+    split = estimate._image_sizes
 
     def as_text(message: ChatMessage, *, current_turn: bool) -> Any:
         return None if message.role == "tool" else split(message, current_turn=current_turn)
 
-    with mock.patch.object(estimate, "_images_split", as_text):
+    with mock.patch.object(estimate, "_image_sizes", as_text):
         yield
 
 
