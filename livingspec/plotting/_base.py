@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-
 from histtrim.display.tables import Table, fields_table
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 R = TypeVar("R", bound="DataclassInstance")
 

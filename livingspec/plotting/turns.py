@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
-from matplotlib.patches import Patch
-
 from histtrim.display.tables import Table, text_table
 from histtrim.messages import ChatMessage
 from histtrim.trim import TrimResult, TurnCountTrimResult
@@ -42,19 +39,24 @@ class TurnMap(_Plot[TurnMapRow]):
         )
 
     def turn_table(self) -> Table:
-        """One line per turn (and per system block or crumb): its rows, tokens and fate; the
-        short form when the row-by-row table was already shown for the same history."""
-        groups: dict[str, list[TurnMapRow]] = {}
-        for r in self.rows:
-            groups.setdefault(r.part, []).append(r)
-        return text_table(
-            ["turn", "rows", "tokens", "kept"],
-            [
-                (part, f"{rows[0].row}-{rows[-1].row}" if len(rows) > 1 else str(rows[0].row),
-                 sum(r.tokens for r in rows), all(r.kept for r in rows))
-                for part, rows in groups.items()
-            ],
-        )
+        """`turn_table` of the rows drawn."""
+        return turn_table(self.rows)
+
+
+def turn_table(rows: Sequence[TurnMapRow]) -> Table:
+    """One line per turn (and per system block or crumb): its rows, tokens and fate; the
+    short form when the row-by-row table was already shown for the same history."""
+    groups: dict[str, list[TurnMapRow]] = {}
+    for r in rows:
+        groups.setdefault(r.part, []).append(r)
+    return text_table(
+        ["turn", "rows", "tokens", "kept"],
+        [
+            (part, f"{group[0].row}-{group[-1].row}" if len(group) > 1 else str(group[0].row),
+             sum(r.tokens for r in group), all(r.kept for r in group))
+            for part, group in groups.items()
+        ],
+    )
 
 
 def kept_rows(
@@ -138,6 +140,9 @@ def turn_map(
     """One bar per message (length = estimated tokens, linear), coloured by turn; dropped
     rows faded and hatched. A few very long bars are cut at `axis_cut` (marked with a break
     and their value), so the short ones stay readable."""
+    import matplotlib.pyplot as plt  # drawing only: the rows need no matplotlib (the browser)
+    from matplotlib.patches import Patch
+
     rows = turn_map_rows(history, result, crumb_present=crumb_present)
     figure, axes = plt.subplots(figsize=(10, 1.4 + 0.3 * len(rows)))
     cut = axis_cut([r.tokens for r in rows])
