@@ -76,3 +76,19 @@ def test_item_6_a_named_system_message_costs_what_its_text_costs() -> None:
     assert estimate_history_tokens(named) == estimate_history_tokens([ChatMessage.system("hi")])
     carrier = from_openai([{"role": "user", "content": "[Tool results]\nout", "name": "x"}])
     assert index_turns(carrier).turn_count == 0
+
+
+def test_adapters_price_user_text_as_the_runtime_row_it_is() -> None:
+    """docs/decisions.md (file parts, and text parts): the adapters read the runtime's own
+    rows, so `[IMAGE:/a]` in user text is an image (EST-2) and `[Tool results]` opening a user
+    message is a carrier (TURN-3), unlike the framework integrations, whose text is text."""
+    from histtrim.adapters.anthropic import from_anthropic
+    from histtrim.carriers import framework_user_text
+
+    typed = "[IMAGE:/a]" * 10
+    as_openai = from_openai([{"role": "user", "content": typed}])
+    as_anthropic = from_anthropic({"messages": [{"role": "user", "content": typed}]}).rows
+    assert estimate_history_tokens(as_openai) == estimate_history_tokens(as_anthropic) == 16_004
+    assert estimate_history_tokens([ChatMessage.user(framework_user_text([(typed, False)]))]) == 29
+    carrier = from_openai([{"role": "user", "content": TOOL_RESULTS_PREFIX + "\nok"}])
+    assert index_turns(carrier).starts == ()
