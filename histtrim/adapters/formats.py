@@ -23,7 +23,13 @@ from pydantic_core import from_json
 
 from histtrim.adapters.records import Format, FormatError, row_sketch, row_text
 from histtrim.estimate import dispatched_images, message_cost
-from histtrim.messages import BREADCRUMB, ChatMessage, row_facts
+from histtrim.messages import (
+    BREADCRUMB,
+    BYTES_PER_TOKEN,
+    FRAME_TOKENS,
+    TOOL_RESULTS_PREFIX,
+    ChatMessage,
+)
 from histtrim.pairing import PairingErrors, PairingScan
 
 Layout = Literal["jsonl", "array", "body"]
@@ -375,7 +381,11 @@ def _priced(
     body: dict[str, Any] | None,
     bom: bool,
 ) -> HistoryFile:
-    """One pass over the records: the columns, then the prices that depend on the turn."""
+    """One pass over the records: the columns, then the prices that depend on the turn.
+
+    Each row's facts (`messages.row_facts`) are worked out inline from its role and text,
+    so a row costs its parse and a few string tests; the rare rows that need more (image
+    markers, declared attachments) are made into `ChatMessage`s and priced by the estimate."""
     if fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     system_rows = int(fmt == "anthropic" and body is not None and "system" in body)
@@ -386,6 +396,8 @@ def _priced(
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
     pairs = PairingScan(hf.pairing.add)
     prefix = True
+    sketch = row_sketch
+    add_open, add_cost = opens.append, costs.append
     records: Iterator[Any] = _records(hf)
     if system_rows:
         records = chain([_SYSTEM_ROW], records)
@@ -395,32 +407,52 @@ def _priced(
             role, text, link = "system", _anthropic_system(body), None
         else:
             try:
-                role, text, link = row_sketch(fmt, record)
+                role, text, link = sketch(fmt, record)
             except FormatError as error:
                 raise _at_record(hf, i - system_rows, error) from None
-        try:
-            facts = row_facts(role, text)
-        except UnicodeEncodeError:
-            raise hf_error(hf, i, "content", "not valid UTF-8 text (a lone surrogate)") from None
-        if prefix and role != "system":
-            hf.prefix_len, prefix = i, False
-        opens.append(facts.opens_turn)
-        if facts.opens_turn:
-            pending.clear()
-        if role == "tool":
+        if text.isascii():
+            size = len(text)
+        else:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise hf_error(
+                    hf, i, "content", "not valid UTF-8 text (a lone surrogate)"
+                ) from None
+        cost = -(-size // BYTES_PER_TOKEN) + FRAME_TOKENS  # EST-1, as `row_facts`
+        if role == "user":
+            if prefix:
+                hf.prefix_len, prefix = i, False
+            if text.startswith(TOOL_RESULTS_PREFIX):  # a carrier: no turn (TURN-3)
+                add_open(0)
+                if "[Tool attachments: " in text:
+                    pending[i] = ChatMessage(role="user", content=text)
+            else:  # a real user row opens a turn (TURN-2)
+                add_open(1)
+                if pending:
+                    pending.clear()
+                if "[IMAGE:" in text:
+                    row = ChatMessage(role="user", content=text)
+                    cost = message_cost(row, current_turn=False)
+                    images[i] = dispatched_images(row, current_turn=False)
+            if pairs.dispatching:
+                pairs.other()
+        elif role == "tool":
+            if prefix:
+                hf.prefix_len, prefix = i, False
+            add_open(0)
             pairs.answer(i, link)  # type: ignore[arg-type]
-        elif link is not None:
-            pairs.dispatch(i, link)  # type: ignore[arg-type]
-        elif pairs.dispatching:
-            pairs.other()
-        cost = facts.plain_tokens
-        if facts.image_markers:
-            row = ChatMessage(role="user", content=text)
-            cost = message_cost(row, current_turn=False)
-            images[i] = dispatched_images(row, current_turn=False)
-        elif facts.declares_attachments:
-            pending[i] = ChatMessage(role=role, content=text)  # type: ignore[arg-type]
-        costs.append(cost)
+            if '"attachments"' in text or "\\u" in text:  # an escaped key declares too
+                pending[i] = ChatMessage(role="tool", content=text)
+        else:
+            if prefix and role != "system":
+                hf.prefix_len, prefix = i, False
+            add_open(0)
+            if link is not None:
+                pairs.dispatch(i, link)  # type: ignore[arg-type]
+            elif pairs.dispatching:
+                pairs.other()
+        add_cost(cost)
     pairs.other()
     if prefix:
         hf.prefix_len = len(costs)
