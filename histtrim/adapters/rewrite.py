@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import json
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, islice
+from operator import sub
 from typing import Any
 
 from histtrim.adapters.formats import HistoryFile, breadcrumb_record
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, row_facts
-from histtrim.turn_sizes import TurnStats
+from histtrim.turn_sizes import TurnColumns, TurnStats
 from histtrim.turns import TurnIndex
 from histtrim.visible import plan_visible_trim
 
@@ -186,23 +188,30 @@ def line_ending(data: bytes) -> bytes:
 def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
     """Per turn: messages, tokens, images and the cumulative size from the newest turn (turn
     0 is the system prefix and the breadcrumb), as `turn_sizes.turn_stats` computes them."""
+    return turn_columns(hf, crumb_present).stats()
+
+
+def turn_columns(hf: HistoryFile, crumb_present: bool = False) -> TurnColumns:
+    """`turn_table` as columns, computed from the turn bounds and the prefix sums of the row
+    costs (no per-row work): turn t runs from its start to the next one's, and its
+    cumulative size is the prefix's plus everything from its start on."""
     index = turn_index(hf, crumb_present)
-    turns = index.turn_count
-    bounds = [0, *(index.turn_start(k) for k in range(turns)), len(hf)]
-    if turns == 0:
-        bounds = [0, len(hf)]
+    turns, body, size = index.turn_count, index.body_start, len(hf)
     sums = array("q", accumulate(hf.costs, initial=0))  # 8 bytes a row
-    stats: list[TurnStats] = []
-    cumulative = sums[index.body_start] if turns else sums[-1]
-    rows: list[TurnStats] = []
-    for t in range(turns, -1, -1):
-        lo, hi = (bounds[t], bounds[t + 1]) if t > 0 else (0, index.body_start)
-        if t == 0 and turns == 0:
-            hi = len(hf)
-        tokens = sums[hi] - sums[lo]
-        if t > 0:
-            cumulative += tokens
-        images = sum(hf.images.get(i, 0) for i in range(lo, hi)) if hf.images else 0
-        rows.append(TurnStats(t, lo, hi - lo, tokens, images, cumulative))
-    stats.extend(reversed(rows))
-    return stats
+    if turns == 0:
+        images = sum(hf.images.values())
+        return TurnColumns(range(1), [0], [size], [sums[-1]], [images], [sums[-1]])
+    bounds = [body, *index.starts[1:], size]  # turn t (1-based) is bounds[t-1] .. bounds[t]
+    at = list(map(sums.__getitem__, bounds))
+    total, fixed = sums[-1], sums[body]
+    column = [0] * (turns + 1)
+    for row, count in hf.images.items():
+        column[bisect_right(bounds, row) if row >= body else 0] += count
+    return TurnColumns(
+        turn=range(turns + 1),
+        first_row=[0, *bounds[:-1]],
+        messages=[body, *map(sub, bounds[1:], bounds)],
+        tokens=[fixed, *map(sub, at[1:], at)],
+        images=column,
+        cumulative=[total, *(fixed + total - x for x in islice(at, turns))],
+    )

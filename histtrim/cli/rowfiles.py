@@ -150,11 +150,14 @@ def row_lines(hf: HistoryFile, rows: Iterable[int]) -> RowLines:
             lines.add(r, 1)
     if hf.layout == "jsonl" or (hf.layout == "array" and hf.spans):
         data, spans, line, last = hf.data, hf.spans, 1, 0
+        count, system = data.count, hf.system_rows
+        add_row, add_line = lines.rows.append, lines.lines.append
         for record in records:
             offset = spans[2 * record]
-            line += data.count(b"\n", last, offset)
+            line += count(b"\n", last, offset)
             last = offset
-            lines.add(record + hf.system_rows, line)
+            add_row(record + system)
+            add_line(line)
         return lines
     found = record_lines(hf.data, records)
     for record, line in sorted(found.items()):
