@@ -164,6 +164,14 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
                 return _priced(chosen, "array", data, elements, None, None, bom)
             except FormatError:
                 pass  # the whole-document parse below names the problem as it always has
+    body_found = _body_elements(data) if first == b"{" and _is_body(data) else None
+    if body_found is not None:
+        head, elements = body_found
+        try:
+            chosen = format or _detect_body(data, elements, head)
+            return _priced(chosen, "body", data, elements, None, head, bom)
+        except FormatError:
+            pass  # named by the whole-document parse below, as for an array
     document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
     if isinstance(document, dict) and "messages" not in document and _spans_lines(data):
         raise FormatError(without_messages(document), line=1, field="messages")
@@ -276,6 +284,69 @@ def _line_elements(data: bytes) -> array[int] | None:
         spans.append(a)
         spans.append(b)
     return None
+
+
+_MESSAGES_OPEN = re.compile(rb'"messages"[ \t\r\n]*:[ \t\r\n]*\[[ \t\r]*\n')
+
+
+def _body_elements(data: bytes) -> tuple[dict[str, Any], array[int]] | None:
+    """A request body whose `messages` are written one a line (`"messages": [`, each message
+    and its comma on a line of its own, then a line starting with `]`): the body's other
+    keys (`messages` a None placeholder, in its place) and the messages' (start, end) byte
+    offsets, found without parsing them; None for any other text. The other keys are parsed
+    as the body without its messages; a `"messages"` anywhere else in the head or the tail
+    (a nested or repeated key, a string) sends the file to the whole-document parse."""
+    key = _MESSAGES_OPEN.search(data)
+    if key is None or b'"messages"' in data[: key.start()]:
+        return None
+    spans: array[int] = array("q")
+    start, size, find, space = key.end(), len(data), data.find, _SPACE
+    more = True  # the last element had its comma
+    while True:
+        if start >= size:
+            return None
+        end = find(b"\n", start)
+        end = size if end < 0 else end
+        a, b = start, end
+        while a < b and data[a] in space:
+            a += 1
+        while b > a and data[b - 1] in space:
+            b -= 1
+        start = end + 1
+        if a == b:
+            continue
+        if data[a] == 0x5D:  # `]`
+            if more or not spans:
+                return None
+            close = a
+            break
+        if not more:
+            return None
+        more = data[b - 1] == 0x2C  # `,`
+        if more:
+            b -= 1
+            while b > a and data[b - 1] in space:
+                b -= 1
+        spans.append(a)
+        spans.append(b)
+    head, tail = data[: key.start()], data[close + 1 :]
+    if b'"messages"' in tail:
+        return None
+    try:
+        if type(from_json(head + b'"messages":0}')) is not dict:  # the key is the body's own
+            return None
+        body = from_json(head + b'"messages":[]' + tail)
+    except ValueError:
+        return None
+    if type(body) is not dict or body.get("messages") != []:
+        return None
+    return {k: None if k == "messages" else v for k, v in body.items()}, spans
+
+
+def _detect_body(data: bytes, spans: array[int], body: Mapping[str, Any]) -> Format:
+    """`detect_format` of a request body read by `_body_elements`."""
+    found = _detect_lines(data, spans)
+    return "anthropic" if found == "openai" and "system" in body else found
 
 
 def _is_body(data: bytes) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
+from histtrim.adapters.anthropic import message_sketch
 from histtrim.carriers import answered_id, dispatched_ids
 from histtrim.messages import ChatMessage, ConversationMessage, Role
 
@@ -71,6 +72,10 @@ def row_sketch(fmt: Format, record: object) -> tuple[str, str, Link]:
         raise FormatError(f"expected a JSON object, got {type(record).__name__}")
     if fmt == "openai":
         return _openai(record)
+    if fmt == "anthropic" and type(record.get("content")) is list:
+        sketch = message_sketch(record)
+        if sketch is not None:
+            return sketch[0], sketch[1], sketch[2] or None
     role, text = _anthropic(record) if fmt == "anthropic" else _histtrim(record)
     if role == "user" or role == "system" or text[:1] not in _ENVELOPE_STARTS:
         return role, text, None  # no envelope can be read from such text

@@ -148,7 +148,7 @@ def row_lines(hf: HistoryFile, rows: Iterable[int]) -> RowLines:
     for r in wanted:
         if r < hf.system_rows:
             lines.add(r, 1)
-    if hf.layout == "jsonl" or (hf.layout == "array" and hf.spans):
+    if hf.layout == "jsonl" or hf.spans:
         data, spans, line, last = hf.data, hf.spans, 1, 0
         count, system = data.count, hf.system_rows
         add_row, add_line = lines.rows.append, lines.lines.append
