@@ -18,6 +18,7 @@ from histtrim.cli.positions import array_offsets, line_numbers, messages_offset,
 
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 """NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""
+_TEXT = re.compile(rb"[^ \t\r\n]")
 _HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
 """A number maybe past a double's range: `read_session` writes it back as written, the fast
 reader would write a re-serialized array or body with `Infinity`."""
@@ -194,7 +195,7 @@ def fast_rows(
     """The row file on the fast reader, or None for the session reader: a `--tokenizer` run
     always takes the session reader (which cannot read Anthropic bodies: refused here). A
     file with nothing but whitespace is refused: it holds no messages, not an empty history."""
-    if not data.removeprefix(BOM).strip(b" \t\r\n"):
+    if _TEXT.search(data, len(BOM) if data.startswith(BOM) else 0) is None:  # no copy
         raise InputError(source, "empty: no messages")
     if tokenizer is None:
         return read_rows(source, data, format)
