@@ -319,3 +319,126 @@ def test_est_2_pasted_url_and_data_images_are_written_as_image_blocks() -> None:
                                  "[IMAGE: https://x.test/c.png]"},
     ]
     assert from_anthropic(body).rows == [row]
+
+
+# ------------------------------------------------------------------ the file reader's fast paths
+
+
+def one_message_a_line(body: dict[str, Any]) -> bytes:
+    """The body written as `bench/cli_scaling.py` writes it: its other keys on the first
+    line, then one message a line, then `]}`."""
+    others = [f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}"
+              for k, v in body.items() if k != "messages"]
+    lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in body["messages"])
+    return ("{" + "".join(o + ", " for o in others) + '"messages": [\n' + lines
+            + "\n]}\n").encode("utf-8")
+
+
+@settings(max_examples=150)
+@given(bodies(), st.integers(0, 400), st.sampled_from([None, [], [7, 1.5, "1e400", 1e300]]))
+def test_issue_32_the_readers_fast_rows_are_the_adapters_rows(
+    body: dict[str, Any], budget: int, extra: Any
+) -> None:
+    """Issue 32: the file reader's path for `tool_use` and `tool_result` messages
+    (`message_sketch`) makes the row `message_row` makes and the pairing link its text
+    holds; a body written a message a line (read from its lines, never parsed whole) prices,
+    indexes, pairs and writes back exactly as the same body parsed whole (written by
+    `json.dumps(indent=2)`), floats included."""
+    from histtrim.adapters.anthropic import message_row, message_sketch
+    from histtrim.adapters.formats import read_history
+    from histtrim.adapters.records import FormatError, text_link
+    from histtrim.adapters.rewrite import trim_history, write_history
+
+    for message in body["messages"]:
+        sketch = message_sketch(message)
+        if sketch is not None:
+            row = message_row(message)
+            assert sketch[:2] == (row.role, row.content)
+            assert (sketch[2] or None) == text_link(row.role, row.content)
+    if extra is not None:
+        body["extra"] = extra
+    if not body["messages"]:
+        return
+    body["messages"] = body.pop("messages")  # last, as the lines write it
+    try:
+        whole = read_history(as_json(body).encode())
+    except FormatError as error:  # (an OpenAI-looking body with a `document` block)
+        with pytest.raises(FormatError) as same:
+            read_history(one_message_a_line(body))
+        assert str(same.value) == str(error)
+        return
+    lines = read_history(one_message_a_line(body))
+    assert lines.spans and not whole.spans  # the two ways of reading
+    assert lines.parsed is None and lines.body == whole.body
+    assert (lines.format, lines.costs, lines.opens, lines.images, lines.prefix_len) == (
+        whole.format, whole.costs, whole.opens, whole.images, whole.prefix_len)
+    assert (lines.pairing.positions, lines.pairing.calls) == (
+        whole.pairing.positions, whole.pairing.calls)
+    for trim in (trim_history(lines, budget_tokens=budget), trim_history(lines, max_turns=1)):
+        if trim.trimmed:  # else each is written back as its own input
+            assert write_history(lines, trim) == write_history(whole, trim)
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+    {"role": "assistant", "content": [{"type": "text", "text": "{\"x\": 1}"},
+                                      {"type": "tool_use", "id": "a", "name": "f",
+                                       "input": {"q": [1.5, None, "é\u2028"]}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "o",
+                                  "is_error": True},
+                                 {"type": "tool_result", "tool_use_id": "b"}]},
+])
+def test_issue_32_the_usual_tool_messages_take_the_fast_path(message: dict[str, Any]) -> None:
+    from histtrim.adapters.anthropic import message_row, message_sketch
+
+    sketch = message_sketch(message)
+    row = message_row(message)
+    assert sketch is not None and sketch[:2] == (row.role, row.content)
+
+
+@pytest.mark.parametrize("message", [
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "", "name": "f", "input": {}}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": []}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {},
+                                       "cache_control": {"type": "ephemeral"}}]},
+    {"role": "assistant", "content": [{"type": "text", "text": 5}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "is_error": 1}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": []}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a"},
+                                 {"type": "text", "text": "[Tool results]"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": 3}]},
+    {"role": "system", "content": [{"type": "text", "text": "x"}]},
+    {"role": "user", "content": [], "x": 1},
+])
+def test_issue_32_any_other_message_is_left_to_the_adapter(message: dict[str, Any]) -> None:
+    """A message off the usual shapes (a hostile field, an extra key) takes `message_row`,
+    which names the field or renders what the fast path does not."""
+    from histtrim.adapters.anthropic import message_sketch
+
+    assert message_sketch(message) is None
+
+
+def test_issue_32_a_body_of_a_message_a_line_is_read_in_memory_near_its_size() -> None:
+    """Issue 32: a 1,000,000-message body took 12x its size (parsed whole: every message's
+    objects alive at once); its messages are now found at their lines and parsed one at a
+    time, as an array's are."""
+    import tracemalloc
+
+    from histtrim.adapters.formats import read_history
+
+    messages: list[dict[str, Any]] = []
+    for k in range(3000):
+        messages.append({"role": "user", "content": f"question {k}"})
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{k}", "name": "grep", "input": {"q": "k"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{k}", "content": "found it"}]})
+    data = one_message_a_line({"system": "s", "messages": messages})
+    tracemalloc.start()
+    try:
+        hf = read_history(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (hf.format, hf.layout, len(hf)) == ("anthropic", "body", 9001)
+    assert peak / len(data) < 3

@@ -281,3 +281,46 @@ def test_an_array_is_written_back_in_its_own_layout(style: str) -> None:
     assert history.layout == "array" and result.crumb_inserted
     kept = [records[0], openai_breadcrumb(), *records[-2:]]
     assert write_history(history, result).decode() == write(kept)
+
+
+ENVELOPE_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.sampled_from(["tool_call_id", "content", "tool_calls", "x"]),
+                       ENVELOPE_VALUES | st.lists(st.dictionaries(
+                           st.sampled_from(["id", "name", "arguments"]), ENVELOPE_VALUES))),
+       st.sampled_from(["", " ", "\n\t"]))
+def test_issue_32_an_envelopes_link_is_the_one_the_envelope_parser_reads(
+    envelope: dict[str, Any], space: str
+) -> None:
+    """Issue 32: a row's pairing link, read in Rust when its envelope holds only strings,
+    is the one `carriers.json_object` reads (numbers, constants, nesting included)."""
+    from histtrim.adapters.records import text_link
+    from histtrim.carriers import answered_id, dispatched_ids
+
+    for text in (space + json.dumps(envelope) + space, json.dumps(envelope, indent=1)):
+        assert text_link("tool", text) == answered_id(text)
+        assert text_link("assistant", text) == dispatched_ids(text)
+
+
+@pytest.mark.parametrize("text", [
+    '{"tool_call_id": "a\\ud800", "tool_calls": [{"id": "a\\udc00"}]}',
+    '{"tool_call_id": "a", "tool_calls": [{"id": "b"}], "n": NaN}',
+    '{"tool_call_id": "a", "tool_calls": [{"id": "b"}], "n": 1e400}',
+    '{"tool_call_id": "a", "tool_calls": [{"id": "b"}], "n": ' + "[" * 130 + "]" * 130 + "}",
+    '{"tool_call_id": "a", "tool_call_id": 5, "tool_calls": [{"id": "b"}, {"id": "b"}]}',
+    '{"tool_call_id": "a", "tool_calls": [{"id": "b"}]} x',
+    '\ufeff{"tool_call_id": "a", "tool_calls": [{"id": "b"}]}',
+])
+def test_issue_32_a_hostile_envelope_is_read_by_the_envelope_parser(text: str) -> None:
+    from histtrim.adapters.records import text_link
+    from histtrim.carriers import answered_id, dispatched_ids
+
+    assert text_link("tool", text) == answered_id(text)
+    assert text_link("assistant", text) == dispatched_ids(text)

@@ -22,6 +22,7 @@ import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from histtrim.adapters import RecordTrimResult, trim_records
@@ -34,7 +35,7 @@ from histtrim.adapters.anthropic_checks import (
 from histtrim.adapters.anthropic_write import AnthropicMessage, row_message
 from histtrim.adapters.kinds import json_kind
 from histtrim.carriers import file_marker, image_marker, json_object, tool_results_carrier
-from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
 from histtrim.policy import SPEC, Policy
 
 
@@ -137,6 +138,61 @@ def trim_anthropic(
 
 
 # -- messages -> rows --------------------------------------------------------------------
+
+_PLAIN = frozenset(("role", "content"))
+_TEXT = frozenset(("type", "text"))
+_TOOL_USE = frozenset(("type", "id", "name", "input"))
+_RESULT_KEYS = frozenset(("type", "tool_use_id", "content", "is_error"))
+_string = encode_basestring
+
+
+def message_sketch(message: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]] | None:
+    """The usual messages' row without a `ChatMessage`: (role, text, dispatched ids) of an
+    assistant message of text and `tool_use` blocks, or of a user message of `tool_result`
+    blocks with string content (no ids); None for any other message (`message_row` reads
+    it). The text is exactly `message_row`'s (a test holds them equal)."""
+    content = message.get("content")
+    if type(content) is not list or message.keys() != _PLAIN or not content:
+        return None
+    role = message.get("role")
+    if role == "assistant":
+        texts, calls, ids = [], [], []
+        for block in content:
+            if type(block) is not dict:
+                return None
+            keys, kind = block.keys(), block.get("type")
+            if kind == "tool_use" and keys == _TOOL_USE:
+                call_id, name, arguments = block["id"], block["name"], block["input"]
+                if not (type(call_id) is str and call_id and type(name) is str and name
+                        and type(arguments) is dict):
+                    return None
+                calls.append(f'{{"id":{_string(call_id)},"name":{_string(name)},'
+                             f'"arguments":{_string(_dumps(arguments))}}}')
+                ids.append(call_id)
+            elif kind == "text" and keys == _TEXT and type(block["text"]) is str:
+                texts.append(block["text"])
+            else:
+                return None
+        if not calls:
+            return None
+        text = "".join(texts)
+        said = _string(text) if text else "null"
+        return "assistant", f'{{"content":{said},"tool_calls":[{",".join(calls)}]}}', tuple(ids)
+    if role != "user":
+        return None
+    parts = [TOOL_RESULTS_PREFIX]
+    for block in content:
+        if type(block) is not dict or block.get("type") != "tool_result":
+            return None
+        if not block.keys() <= _RESULT_KEYS:
+            return None
+        call_id, output = block.get("tool_use_id"), block.get("content", "")
+        error = block.get("is_error", False)
+        if not (type(call_id) is str and call_id and type(output) is str and type(error) is bool):
+            return None
+        name = call_id + " error" if error else call_id
+        parts.append(f'<tool_result name="{name}">\n{output}\n</tool_result>')
+    return "user", "\n".join(parts), ()
 
 
 def message_row(message: object, where: str = "") -> ChatMessage:

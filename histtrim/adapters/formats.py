@@ -23,7 +23,13 @@ from pydantic_core import from_json
 
 from histtrim.adapters.records import Format, FormatError, row_sketch, row_text
 from histtrim.estimate import dispatched_images, message_cost
-from histtrim.messages import BREADCRUMB, ChatMessage, row_facts
+from histtrim.messages import (
+    BREADCRUMB,
+    BYTES_PER_TOKEN,
+    FRAME_TOKENS,
+    TOOL_RESULTS_PREFIX,
+    ChatMessage,
+)
 from histtrim.pairing import PairingErrors, PairingScan
 
 Layout = Literal["jsonl", "array", "body"]
@@ -158,6 +164,14 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
                 return _priced(chosen, "array", data, elements, None, None, bom)
             except FormatError:
                 pass  # the whole-document parse below names the problem as it always has
+    body_found = _body_elements(data) if first == b"{" and _is_body(data) else None
+    if body_found is not None:
+        head, elements = body_found
+        try:
+            chosen = format or _detect_body(data, elements, head)
+            return _priced(chosen, "body", data, elements, None, head, bom)
+        except FormatError:
+            pass  # named by the whole-document parse below, as for an array
     document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
     if isinstance(document, dict) and "messages" not in document and _spans_lines(data):
         raise FormatError(without_messages(document), line=1, field="messages")
@@ -272,6 +286,69 @@ def _line_elements(data: bytes) -> array[int] | None:
     return None
 
 
+_MESSAGES_OPEN = re.compile(rb'"messages"[ \t\r\n]*:[ \t\r\n]*\[[ \t\r]*\n')
+
+
+def _body_elements(data: bytes) -> tuple[dict[str, Any], array[int]] | None:
+    """A request body whose `messages` are written one a line (`"messages": [`, each message
+    and its comma on a line of its own, then a line starting with `]`): the body's other
+    keys (`messages` a None placeholder, in its place) and the messages' (start, end) byte
+    offsets, found without parsing them; None for any other text. The other keys are parsed
+    as the body without its messages; a `"messages"` anywhere else in the head or the tail
+    (a nested or repeated key, a string) sends the file to the whole-document parse."""
+    key = _MESSAGES_OPEN.search(data)
+    if key is None or b'"messages"' in data[: key.start()]:
+        return None
+    spans: array[int] = array("q")
+    start, size, find, space = key.end(), len(data), data.find, _SPACE
+    more = True  # the last element had its comma
+    while True:
+        if start >= size:
+            return None
+        end = find(b"\n", start)
+        end = size if end < 0 else end
+        a, b = start, end
+        while a < b and data[a] in space:
+            a += 1
+        while b > a and data[b - 1] in space:
+            b -= 1
+        start = end + 1
+        if a == b:
+            continue
+        if data[a] == 0x5D:  # `]`
+            if more or not spans:
+                return None
+            close = a
+            break
+        if not more:
+            return None
+        more = data[b - 1] == 0x2C  # `,`
+        if more:
+            b -= 1
+            while b > a and data[b - 1] in space:
+                b -= 1
+        spans.append(a)
+        spans.append(b)
+    head, tail = data[: key.start()], data[close + 1 :]
+    if b'"messages"' in tail:
+        return None
+    try:
+        if type(from_json(head + b'"messages":0}')) is not dict:  # the key is the body's own
+            return None
+        body = from_json(head + b'"messages":[]' + tail)
+    except ValueError:
+        return None
+    if type(body) is not dict or body.get("messages") != []:
+        return None
+    return {k: None if k == "messages" else v for k, v in body.items()}, spans
+
+
+def _detect_body(data: bytes, spans: array[int], body: Mapping[str, Any]) -> Format:
+    """`detect_format` of a request body read by `_body_elements`."""
+    found = _detect_lines(data, spans)
+    return "anthropic" if found == "openai" and "system" in body else found
+
+
 def _is_body(data: bytes) -> bool:
     """An object that spans the file (a request body), not the first of JSON Lines."""
     if not _spans_lines(data):
@@ -375,7 +452,11 @@ def _priced(
     body: dict[str, Any] | None,
     bom: bool,
 ) -> HistoryFile:
-    """One pass over the records: the columns, then the prices that depend on the turn."""
+    """One pass over the records: the columns, then the prices that depend on the turn.
+
+    Each row's facts (`messages.row_facts`) are worked out inline from its role and text,
+    so a row costs its parse and a few string tests; the rare rows that need more (image
+    markers, declared attachments) are made into `ChatMessage`s and priced by the estimate."""
     if fmt not in FORMATS:
         raise FormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     system_rows = int(fmt == "anthropic" and body is not None and "system" in body)
@@ -386,6 +467,8 @@ def _priced(
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
     pairs = PairingScan(hf.pairing.add)
     prefix = True
+    sketch = row_sketch
+    add_open, add_cost = opens.append, costs.append
     records: Iterator[Any] = _records(hf)
     if system_rows:
         records = chain([_SYSTEM_ROW], records)
@@ -395,32 +478,52 @@ def _priced(
             role, text, link = "system", _anthropic_system(body), None
         else:
             try:
-                role, text, link = row_sketch(fmt, record)
+                role, text, link = sketch(fmt, record)
             except FormatError as error:
                 raise _at_record(hf, i - system_rows, error) from None
-        try:
-            facts = row_facts(role, text)
-        except UnicodeEncodeError:
-            raise hf_error(hf, i, "content", "not valid UTF-8 text (a lone surrogate)") from None
-        if prefix and role != "system":
-            hf.prefix_len, prefix = i, False
-        opens.append(facts.opens_turn)
-        if facts.opens_turn:
-            pending.clear()
-        if role == "tool":
+        if text.isascii():
+            size = len(text)
+        else:
+            try:
+                size = len(text.encode("utf-8"))
+            except UnicodeEncodeError:
+                raise hf_error(
+                    hf, i, "content", "not valid UTF-8 text (a lone surrogate)"
+                ) from None
+        cost = -(-size // BYTES_PER_TOKEN) + FRAME_TOKENS  # EST-1, as `row_facts`
+        if role == "user":
+            if prefix:
+                hf.prefix_len, prefix = i, False
+            if text.startswith(TOOL_RESULTS_PREFIX):  # a carrier: no turn (TURN-3)
+                add_open(0)
+                if "[Tool attachments: " in text:
+                    pending[i] = ChatMessage(role="user", content=text)
+            else:  # a real user row opens a turn (TURN-2)
+                add_open(1)
+                if pending:
+                    pending.clear()
+                if "[IMAGE:" in text:
+                    row = ChatMessage(role="user", content=text)
+                    cost = message_cost(row, current_turn=False)
+                    images[i] = dispatched_images(row, current_turn=False)
+            if pairs.dispatching:
+                pairs.other()
+        elif role == "tool":
+            if prefix:
+                hf.prefix_len, prefix = i, False
+            add_open(0)
             pairs.answer(i, link)  # type: ignore[arg-type]
-        elif link is not None:
-            pairs.dispatch(i, link)  # type: ignore[arg-type]
-        elif pairs.dispatching:
-            pairs.other()
-        cost = facts.plain_tokens
-        if facts.image_markers:
-            row = ChatMessage(role="user", content=text)
-            cost = message_cost(row, current_turn=False)
-            images[i] = dispatched_images(row, current_turn=False)
-        elif facts.declares_attachments:
-            pending[i] = ChatMessage(role=role, content=text)  # type: ignore[arg-type]
-        costs.append(cost)
+            if '"attachments"' in text or "\\u" in text:  # an escaped key declares too
+                pending[i] = ChatMessage(role="tool", content=text)
+        else:
+            if prefix and role != "system":
+                hf.prefix_len, prefix = i, False
+            add_open(0)
+            if link is not None:
+                pairs.dispatch(i, link)  # type: ignore[arg-type]
+            elif pairs.dispatching:
+                pairs.other()
+        add_cost(cost)
     pairs.other()
     if prefix:
         hf.prefix_len = len(costs)

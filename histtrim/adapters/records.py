@@ -10,7 +10,9 @@ from json.encoder import encode_basestring
 from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import from_json
 
+from histtrim.adapters.anthropic import message_sketch
 from histtrim.carriers import answered_id, dispatched_ids
 from histtrim.messages import ChatMessage, ConversationMessage, Role
 
@@ -22,6 +24,9 @@ _CALLS = frozenset(("role", "content", "tool_calls"))
 _CALL = frozenset(("id", "type", "function"))
 _FUNCTION = frozenset(("name", "arguments"))
 _JSON_SPACE = " \t\r\n"
+_ENVELOPE_STARTS = frozenset("{" + _JSON_SPACE)
+"""The first characters of a text an envelope (a JSON object) may be read from."""
+_CHAT_KEYS = frozenset(("kind", "role", "content"))
 _string = encode_basestring
 """A str as compact JSON writes it (`ensure_ascii=False`), in C."""
 _ITEM: TypeAdapter[ConversationMessage] = TypeAdapter(ConversationMessage)
@@ -67,17 +72,60 @@ def row_sketch(fmt: Format, record: object) -> tuple[str, str, Link]:
         raise FormatError(f"expected a JSON object, got {type(record).__name__}")
     if fmt == "openai":
         return _openai(record)
+    if fmt == "anthropic" and type(record.get("content")) is list:
+        sketch = message_sketch(record)
+        if sketch is not None:
+            return sketch[0], sketch[1], sketch[2] or None
     role, text = _anthropic(record) if fmt == "anthropic" else _histtrim(record)
+    if role == "user" or role == "system" or text[:1] not in _ENVELOPE_STARTS:
+        return role, text, None  # no envelope can be read from such text
     return role, text, text_link(role, text)
 
 
 def text_link(role: str, text: str) -> Link:
-    """The pairing link of a row, read from its text."""
+    """The pairing link of a row, read from its text: an envelope of strings (the usual
+    one) is parsed in Rust, anything else by the library's one envelope parser."""
     if role == "tool":
-        return answered_id(text)
+        envelope = _string_envelope(text)
+        if envelope is None:
+            return answered_id(text)
+        call_id = envelope.get("tool_call_id")
+        return call_id if type(call_id) is str else None
     if role == "assistant" and text.lstrip(_JSON_SPACE)[:1] == "{":
-        return dispatched_ids(text)
+        envelope = _string_envelope(text)
+        if envelope is None:
+            return dispatched_ids(text)
+        calls = envelope.get("tool_calls")
+        if type(calls) is not list:
+            return None
+        ids = tuple(c["id"] for c in calls if type(c.get("id")) is str)
+        return ids or None
     return None
+
+
+def _string_envelope(text: str) -> dict[str, Any] | None:
+    """The JSON object `text` holds when every value in it is a string or null, but for a
+    `tool_calls` list of such objects; else None. For such text `carriers.json_object` reads
+    the same object: with no number, constant or nesting to refuse, the two parsers agree
+    (a lone surrogate escape fails here too), so the caller uses it or falls back."""
+    try:
+        value = from_json(text, allow_inf_nan=False)
+    except ValueError:
+        return None
+    if type(value) is not dict:
+        return None
+    for key, item in value.items():
+        if type(item) is str or item is None:
+            continue
+        if key != "tool_calls" or type(item) is not list:
+            return None
+        for call in item:
+            if type(call) is not dict:
+                return None
+            for field in call.values():
+                if type(field) is not str and field is not None:
+                    return None
+    return value
 
 
 def _openai(record: Mapping[str, Any]) -> tuple[str, str, Link]:
@@ -153,7 +201,7 @@ def _histtrim(record: Mapping[str, Any]) -> tuple[str, str]:
         type(content) is str
         and type(role) is str
         and role in _ROLES
-        and record.keys() <= {"kind", "role", "content"}
+        and record.keys() <= _CHAT_KEYS
         and record.get("kind", "chat") == "chat"
     ):
         return role, content

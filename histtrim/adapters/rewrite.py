@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, islice
+from operator import sub
 from typing import Any
+
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from histtrim.adapters.formats import HistoryFile, breadcrumb_record
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, row_facts
-from histtrim.turn_sizes import TurnStats
+from histtrim.turn_sizes import TurnColumns, TurnStats
 from histtrim.turns import TurnIndex
 from histtrim.visible import plan_visible_trim
 
@@ -112,6 +116,10 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
         return bom + _jsonl(hf, head, crumb, tail)
     if hf.layout == "array":
         return bom + _array(hf, head, crumb, tail)
+    if hf.body is not None and hf.spans:
+        pretty = _pretty_body(hf, head, crumb, tail)
+        if pretty is not None:
+            return bom + pretty
     records: list[Any] = [hf.record(i) for i in head]
     if crumb is not None:
         records.append(crumb)
@@ -124,6 +132,70 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
     except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
         out = json.dumps(document, indent=2).encode("ascii")
     return bom + out + b"\n"
+
+
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _plain_numbers(text: bytes) -> bool:
+    """Whether the JSON text holds no float and no constant (NaN, Infinity): pydantic-core
+    writes those otherwise than `json.dumps`. Conservative: a digit before `.`, `e` or `E`
+    anywhere (a string's `v1.5` too) counts as a float."""
+    if b"Infinity" in text or b"NaN" in text:
+        return False
+    digits = text.translate(_ZEROS)
+    return b"0." not in digits and b"0e" not in digits and b"0E" not in digits
+
+
+_CHUNK = 4096
+_MESSAGES = "\x00messages\x00"
+
+
+def _pretty_body(
+    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
+) -> bytes | None:
+    """`json.dumps({**body, "messages": records}, indent=2, ensure_ascii=False)` made with
+    pydantic-core's writer, which writes the same text for strings, integers, booleans,
+    null, lists and objects: the records are parsed again from their spans and written a
+    chunk at a time (indented one level deeper), any chunk whose input holds a float or a
+    constant by `json.dumps`. None when a value cannot be written so (the caller's
+    `json.dumps` then decides)."""
+    assert hf.body is not None
+    try:
+        skeleton = json.dumps({**hf.body, "messages": _MESSAGES}, indent=2, ensure_ascii=False)
+        parts = skeleton.split(json.dumps(_MESSAGES))
+        if len(parts) != 2:
+            return None
+        chunks: list[bytes] = []
+        if head:
+            chunks.extend(_pretty_items(hf, head))
+        if crumb is not None:
+            chunks.append(b"    " + json.dumps(crumb, indent=2).replace("\n", "\n    ").encode())
+        if tail:
+            chunks.extend(_pretty_items(hf, tail))
+        opening, closing = parts[0].encode("utf-8"), parts[1].encode("utf-8")
+    except (ValueError, UnicodeEncodeError, PydanticSerializationError):
+        return None
+    messages = [b"[\n", b",\n".join(chunks), b"\n  ]"] if chunks else [b"[]"]
+    return b"".join([opening, *messages, closing, b"\n"])
+
+
+def _pretty_items(hf: HistoryFile, records: range) -> list[bytes]:
+    """Records `records` as `json.dumps(..., indent=2)` writes them as items of the body's
+    `messages` (4 spaces in, each nested level 2 more), in chunks of `_CHUNK` records."""
+    data, spans, out = hf.data, hf.spans, []
+    for first in range(records.start, records.stop, _CHUNK):
+        last = min(first + _CHUNK, records.stop)
+        # the records and the separators between them, as the input wrote them
+        region = data[spans[2 * first] : spans[2 * last - 1]]
+        chunk = from_json(b"[" + region + b"]")
+        if _plain_numbers(region):
+            text = to_json(chunk, indent=2)
+        else:
+            text = json.dumps(chunk, indent=2, ensure_ascii=False).encode("utf-8")
+        # "[\n  A,\n  B\n]" -> "    A,\n    B"
+        out.append(b"  " + text[2:-2].replace(b"\n", b"\n  "))
+    return out
 
 
 def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
@@ -186,23 +258,30 @@ def line_ending(data: bytes) -> bytes:
 def turn_table(hf: HistoryFile, crumb_present: bool = False) -> list[TurnStats]:
     """Per turn: messages, tokens, images and the cumulative size from the newest turn (turn
     0 is the system prefix and the breadcrumb), as `turn_sizes.turn_stats` computes them."""
+    return turn_columns(hf, crumb_present).stats()
+
+
+def turn_columns(hf: HistoryFile, crumb_present: bool = False) -> TurnColumns:
+    """`turn_table` as columns, computed from the turn bounds and the prefix sums of the row
+    costs (no per-row work): turn t runs from its start to the next one's, and its
+    cumulative size is the prefix's plus everything from its start on."""
     index = turn_index(hf, crumb_present)
-    turns = index.turn_count
-    bounds = [0, *(index.turn_start(k) for k in range(turns)), len(hf)]
-    if turns == 0:
-        bounds = [0, len(hf)]
+    turns, body, size = index.turn_count, index.body_start, len(hf)
     sums = array("q", accumulate(hf.costs, initial=0))  # 8 bytes a row
-    stats: list[TurnStats] = []
-    cumulative = sums[index.body_start] if turns else sums[-1]
-    rows: list[TurnStats] = []
-    for t in range(turns, -1, -1):
-        lo, hi = (bounds[t], bounds[t + 1]) if t > 0 else (0, index.body_start)
-        if t == 0 and turns == 0:
-            hi = len(hf)
-        tokens = sums[hi] - sums[lo]
-        if t > 0:
-            cumulative += tokens
-        images = sum(hf.images.get(i, 0) for i in range(lo, hi)) if hf.images else 0
-        rows.append(TurnStats(t, lo, hi - lo, tokens, images, cumulative))
-    stats.extend(reversed(rows))
-    return stats
+    if turns == 0:
+        images = sum(hf.images.values())
+        return TurnColumns(range(1), [0], [size], [sums[-1]], [images], [sums[-1]])
+    bounds = [body, *index.starts[1:], size]  # turn t (1-based) is bounds[t-1] .. bounds[t]
+    at = list(map(sums.__getitem__, bounds))
+    total, fixed = sums[-1], sums[body]
+    column = [0] * (turns + 1)
+    for row, count in hf.images.items():
+        column[bisect_right(bounds, row) if row >= body else 0] += count
+    return TurnColumns(
+        turn=range(turns + 1),
+        first_row=[0, *bounds[:-1]],
+        messages=[body, *map(sub, bounds[1:], bounds)],
+        tokens=[fixed, *map(sub, at[1:], at)],
+        images=column,
+        cumulative=[total, *(fixed + total - x for x in islice(at, turns))],
+    )

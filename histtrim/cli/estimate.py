@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 
-from histtrim.adapters.rewrite import turn_table
+from histtrim.adapters.rewrite import turn_columns
 from histtrim.cli.errors import EXIT_OK
 from histtrim.cli.jsontext import display_name, read_bytes
 from histtrim.cli.output import emit
@@ -16,7 +16,7 @@ from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import counter_name
 from histtrim.estimate import IMAGE_TOKENS
 from histtrim.messages import FRAME_TOKENS
-from histtrim.turn_sizes import TurnStats, turn_stats
+from histtrim.turn_sizes import TurnColumns, TurnStats, turn_stats
 
 
 def turn_table_lines(
@@ -26,56 +26,59 @@ def turn_table_lines(
 ) -> Iterator[str]:
     """The lines of `format_turn_table`, made one at a time: the columns are sized from the
     largest numbers first, so no cell is kept (a million-row file has 300,000+ turns)."""
-    by_counter = counted[1] if counted is not None else None
+    columns = TurnColumns.of(stats)
+    if lines is not None:  # the line of each turn's first row (a turn with no rows: 0)
+        shown = [lines[f] if m else f for f, m in zip(columns.first_row, columns.messages,
+                                                         strict=True)]
+    else:
+        shown = list(columns.first_row)
+    other = None if counted is None else (counted[0], TurnColumns.of(counted[1]))
+    return table_lines(columns, shown, other)
+
+
+def table_lines(
+    columns: TurnColumns,
+    lines: Sequence[int],
+    counted: tuple[str, TurnColumns] | None = None,
+) -> Iterator[str]:
+    """`turn_table_lines` of per-turn columns, `lines` the line shown for each turn: the
+    widths are the columns' largest numbers, and each line is one `%` of a zipped row."""
     header: tuple[str, ...] = ("turn", "line", "messages", "tokens", "images", "cumulative")
     if counted is not None:
         name = counted[0]
         header = ("turn", "line", "messages", "tokens", name, "images", "cumulative",
                   f"{name} cumulative")
-
-    def rows() -> Iterator[tuple[object, ...]]:
-        for k, stat in enumerate(stats):
-            if stat.turn == 0 and stat.messages == 0:
-                continue
-            line = lines[stat.first_row] if lines is not None and stat.messages else stat.first_row
-            label = "prefix" if stat.turn == 0 else stat.turn
-            if by_counter is None:
-                yield (label, line, stat.messages, stat.tokens, stat.images, stat.cumulative)
-            else:
-                other = by_counter[k]
-                yield (label, line, stat.messages, stat.tokens, other.tokens, stat.images,
-                       stat.cumulative, other.cumulative)
-
-    # the columns hold numbers >= 0: the widest cell of each is its largest number, found
-    # one column at a time without keeping its cells
-    shown = [k for k, stat in enumerate(stats) if stat.turn or stat.messages]
-
-    def line_of(k: int) -> int:
-        stat = stats[k]
-        return lines[stat.first_row] if lines is not None and stat.messages else stat.first_row
-
-    cells: list[Callable[[int], int]] = [
-        lambda k: stats[k].turn, line_of, lambda k: stats[k].messages,
-        lambda k: stats[k].tokens, lambda k: stats[k].images, lambda k: stats[k].cumulative,
+    turn = columns.turn
+    cells: list[Sequence[int]] = [
+        turn, lines, columns.messages, columns.tokens, columns.images, columns.cumulative,
     ]
-    if by_counter is not None:
-        cells.insert(4, lambda k: by_counter[k].tokens)
-        cells.append(lambda k: by_counter[k].cumulative)
-    widths = [max(len(name), len(str(max(map(cell, shown)))) if shown else 0)
+    if counted is not None:
+        cells.insert(4, counted[1].tokens)
+        cells.append(counted[1].cumulative)
+    # a turn 0 (the prefix) with no rows is not shown; every other turn has its opener
+    zeros = ([0] if turn and turn[0] == 0 else []) if isinstance(turn, range) else [
+        k for k, t in enumerate(turn) if t == 0]
+    hidden = {k for k in zeros if columns.messages[k] == 0}
+    if hidden == {0}:
+        cells = [cell[1:] for cell in cells]
+    elif hidden:
+        cells = [[c for k, c in enumerate(cell) if k not in hidden] for cell in cells]
+    shown = len(turn) - len(hidden)
+    widths = [max(len(name), len(str(max(cell)))) if shown else 0
               for name, cell in zip(header, cells, strict=True)]
-    if shown and stats[shown[0]].turn == 0:
+    if shown and cells[0][0] == 0:
         widths[0] = max(widths[0], len("prefix"))
+    labels = [t or "prefix" for t in cells[0]]
     template = "  ".join(f"%{width}s" for width in widths)
     yield template % header
-    for row in rows():
-        yield template % row
-    turns = stats[-1].turn if stats else 0
-    total = stats[0].cumulative if stats else 0
-    messages = sum(s.messages for s in stats)
-    images = sum(s.images for s in stats)
+    yield from map(template.__mod__, zip(labels, *cells[1:], strict=True))
+    turns = turn[-1] if turn else 0
+    total = columns.cumulative[0] if turn else 0
+    messages = sum(columns.messages)
+    images = sum(columns.images)
     exact = ""
-    if counted is not None and counted[1]:
-        exact = f" ({counted[0]}: {counted[1][0].cumulative})"
+    if counted is not None and len(counted[1]):
+        exact = f" ({counted[0]}: {counted[1].cumulative[0]})"
     yield (
         f"total: {turns} turn{'s' * (turns != 1)}, {messages} message{'s' * (messages != 1)}, "
         f"{total} token{'s' * (total != 1)}{exact}, "
@@ -113,11 +116,13 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     hf = fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         try:
-            stats = turn_table(hf, crumb_present=args.crumb_present)
+            columns = turn_columns(hf, crumb_present=args.crumb_present)
         except ValueError:
             raise file_crumb_error(source, hf) from None
-        lines = row_lines(hf, (s.first_row for s in stats if s.messages))
-        _print(turn_table_lines(stats, lines))
+        # every turn but the prefix has rows; a prefix without rows shows no line
+        empty = columns.messages[0] == 0
+        found = row_lines(hf, columns.first_row[empty:]).lines
+        _print(table_lines(columns, [0, *found] if empty else found))
         return EXIT_OK
     session = read_session(args.session, args.format, data)
     counter = token_counter(args)

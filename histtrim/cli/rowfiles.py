@@ -18,6 +18,7 @@ from histtrim.cli.positions import array_offsets, line_numbers, messages_offset,
 
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 """NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""
+_TEXT = re.compile(rb"[^ \t\r\n]")
 _HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
 """A number maybe past a double's range: `read_session` writes it back as written, the fast
 reader would write a re-serialized array or body with `Infinity`."""
@@ -41,11 +42,21 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
             source, error.problem, line=_line(data, error), field=error.field
         ) from None
     # JSON Lines keep their own bytes; arrays and bodies are written again
-    if hf.layout != "jsonl" and _HUGE_EXPONENT.search(hf.data):
+    if hf.layout != "jsonl" and _digit_before_e(hf.data) and _HUGE_EXPONENT.search(hf.data):
         if hf.format != "anthropic":
             return None
         _check_strictly(source, data)
     return hf
+
+
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _digit_before_e(data: bytes) -> bool:
+    """Whether a digit comes before an `e` or `E` anywhere: two byte searches of the text
+    with its digits made `0`, before the regular expression (which is much slower)."""
+    digits = data.translate(_ZEROS)
+    return b"0e" in digits or b"0E" in digits
 
 
 def _check_strictly(source: str, data: bytes) -> None:
@@ -148,13 +159,16 @@ def row_lines(hf: HistoryFile, rows: Iterable[int]) -> RowLines:
     for r in wanted:
         if r < hf.system_rows:
             lines.add(r, 1)
-    if hf.layout == "jsonl" or (hf.layout == "array" and hf.spans):
+    if hf.layout == "jsonl" or hf.spans:
         data, spans, line, last = hf.data, hf.spans, 1, 0
+        count, system = data.count, hf.system_rows
+        add_row, add_line = lines.rows.append, lines.lines.append
         for record in records:
             offset = spans[2 * record]
-            line += data.count(b"\n", last, offset)
+            line += count(b"\n", last, offset)
             last = offset
-            lines.add(record + hf.system_rows, line)
+            add_row(record + system)
+            add_line(line)
         return lines
     found = record_lines(hf.data, records)
     for record, line in sorted(found.items()):
@@ -191,7 +205,7 @@ def fast_rows(
     """The row file on the fast reader, or None for the session reader: a `--tokenizer` run
     always takes the session reader (which cannot read Anthropic bodies: refused here). A
     file with nothing but whitespace is refused: it holds no messages, not an empty history."""
-    if not data.removeprefix(BOM).strip(b" \t\r\n"):
+    if _TEXT.search(data, len(BOM) if data.startswith(BOM) else 0) is None:  # no copy
         raise InputError(source, "empty: no messages")
     if tokenizer is None:
         return read_rows(source, data, format)
