@@ -38,3 +38,13 @@ def test_install_outside_a_kernel_says_so() -> None:
         InteractiveShell.clear_instance()
     with pytest.raises(RuntimeError, match="runs in a notebook's kernel"):
         livingspec.lite.install("01_turns.ipynb")
+
+
+def test_raises_prints_the_error_and_the_next_cell_runs(shell: InteractiveShell,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    result = shell.run_cell('%%raises\nx = 1\nraise ValueError("on purpose")')
+    out = capsys.readouterr().out
+    assert result.success and "ValueError" in out and "on purpose" in out
+    assert shell.user_ns["x"] == 1
+    shell.run_cell("%%raises\ny = 2")
+    assert "expected to raise; it did not" in capsys.readouterr().out

@@ -26,6 +26,8 @@ import zipfile
 from email.parser import Parser
 from pathlib import Path
 
+from livingspec.lite import RAISES
+
 ROOT = Path(__file__).resolve().parent.parent
 LITE = ROOT / "lite"
 WORK = ROOT / "build" / "lite"
@@ -39,7 +41,8 @@ MARKERS = {"sys_platform": "emscripten", "platform_system": "Emscripten", "os_na
 ZIP_DATE = (2020, 2, 2, 0, 0, 0)
 # Startup cell of every in-browser copy of a chapter (see livingspec/lite.py).
 SETUP_CELL = ("# Added by `make lite` to the in-browser copy: names the notebook for the kernel\n"
-              "# (a chapter shows its widgets only in a live kernel).\n"
+              "# (a chapter shows its widgets only in a live kernel) and defines %%raises,\n"
+              "# which prints the error of a cell that raises on purpose and goes on.\n"
               "import livingspec.lite\n\n"
               "livingspec.lite.install({path!r})")
 # What chapters 09 and 11 read from bench/ (next to histtrim, as in the checkout).
@@ -193,10 +196,14 @@ def write_lock(npm_lock: Path, wheels: list[Path], out: Path) -> dict[str, objec
 
 
 def lite_notebook(source: Path, out: Path) -> None:
-    """The in-browser copy of a chapter: the Pyodide kernel and the startup cell first."""
+    """The in-browser copy of a chapter: the Pyodide kernel, the startup cell first, and
+    `%%raises` on each cell tagged `raises-exception`."""
     notebook = json.loads(source.read_text(encoding="utf-8"))
     notebook["metadata"]["kernelspec"] = {"name": "python", "display_name": "Python (Pyodide)",
                                           "language": "python"}
+    for cell in notebook["cells"]:  # "Run all" goes past them in Pyodide's kernel too
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = [f"{RAISES}\n", *cell["source"]]
     first_code = next(i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code")
     notebook["cells"].insert(first_code, {
         "cell_type": "code", "execution_count": None, "id": "lite-setup",
