@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
@@ -206,14 +207,15 @@ def _imports(source: str) -> set[str]:
     return found
 
 
-def _shipped() -> set[str]:
+@functools.cache
+def _shipped() -> frozenset[str]:
     """Import names of what `make lite` ships: lite/requirements.txt, histtrim, livingspec."""
     lines = (ROOT / "lite" / "requirements.txt").read_text(encoding="utf-8").splitlines()
     wanted = {re.sub(r"[-_.]+", "-", line.split("==")[0]).lower()
               for line in lines if line and not line.startswith("#")}
-    return {name for name, dists in importlib.metadata.packages_distributions().items()
-            if any(re.sub(r"[-_.]+", "-", d).lower() in wanted for d in dists)} | {
-        "histtrim", "livingspec"}
+    return frozenset({name for name, dists in importlib.metadata.packages_distributions().items()
+                      if any(re.sub(r"[-_.]+", "-", d).lower() in wanted for d in dists)} | {
+        "histtrim", "livingspec"})
 
 
 @pytest.mark.parametrize("stem", CHAPTERS["runs"])
