@@ -1,10 +1,7 @@
-"""The shared figure base (`_Plot`), colours and axes labelling of the notebook figures, and
-`show_figure`: a figure where matplotlib is installed, one line saying why where it is not (the
-browser's Pyodide has no build of it), so every figure cell runs there too."""
+"""The shared figure base (`_Plot`), colours and axes labelling of the notebook figures."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
@@ -22,40 +19,6 @@ _PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#
 _FIXED_COLOR = "#999999"
 _KEPT_COLOR = "#009E73"
 _DROPPED_COLOR = "#D55E00"
-
-
-NO_FIGURE = ("(no figure in the browser: Pyodide has no matplotlib; the numbers are above "
-             "and the figure is on this chapter's page of the site)")
-"""What `show_figure` prints instead of a figure where there is no matplotlib."""
-
-
-def can_draw() -> bool:
-    """Whether matplotlib imports here. The figure functions draw only then: elsewhere (the
-    browser) they return their rows with no figure, and matplotlib is never imported early."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def show_figure(draw: Callable[[], Figure] | None = None) -> None:
-    """Show a cell's figure: with no argument, what the cell drew through pyplot (the figure
-    functions here; `plt.show()`); `draw` makes a figure outside pyplot (histtrim.review's),
-    shown as its PNG. Without matplotlib, `NO_FIGURE` instead: the cell printed its numbers."""
-    if not can_draw():
-        print(NO_FIGURE)
-        return
-    if draw is None:
-        import matplotlib.pyplot as plt
-
-        plt.show()
-        return
-    from IPython.display import Image, display
-
-    from histtrim.review.report import png_bytes
-
-    display(Image(png_bytes(draw())))  # type: ignore[no-untyped-call]
 
 
 @dataclass(frozen=True)

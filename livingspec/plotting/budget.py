@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 from histtrim.config import HistoryPruning, ProviderProfile, RuntimeProfile
 from histtrim.display.tables import Table, text_table
 from histtrim.route import ResolvedRuntime, resolve_runtime
-from livingspec.plotting._base import _PALETTE, _Plot, can_draw, panel_width
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import _PALETTE, _Plot, panel_width
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

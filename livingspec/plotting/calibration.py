@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from livingspec.plotting._base import can_draw
+from livingspec.plotting import can_draw
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from histtrim.capacity import CapacityReport
 from histtrim.display.tables import Table, text_table
-from livingspec.plotting._base import can_draw
+from livingspec.plotting import can_draw
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,7 +11,8 @@ from histtrim.estimate import message_costs
 from histtrim.messages import ChatMessage
 from histtrim.trim import TrimResult, trim_to_recent_turns
 from histtrim.turns import index_turns
-from livingspec.plotting._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot, can_draw
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from histtrim.estimate import estimate_history_tokens, utf8_len
 from histtrim.messages import ChatMessage
-from livingspec.plotting._base import _PALETTE, _label, _Plot, can_draw
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import _PALETTE, _label, _Plot
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from histtrim.agent.calls import ProviderCall
 from histtrim.display.tables import Table, fields_table
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import (
     _DROPPED_COLOR,
     _FIXED_COLOR,
     _KEPT_COLOR,
     _label,
     _Plot,
-    can_draw,
 )
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from histtrim.display.tables import Table, fields_table
-from livingspec.plotting._base import _KEPT_COLOR, _Plot, can_draw, panel_width
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import _KEPT_COLOR, _Plot, panel_width
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist

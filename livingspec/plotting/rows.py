@@ -12,12 +12,12 @@ from histtrim.messages import ChatMessage
 from histtrim.pairing import SweepResult, SweepStep
 from histtrim.policy import SPEC
 from histtrim.turns import index_turns
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import (
     _DROPPED_COLOR,
     _KEPT_COLOR,
     _PALETTE,
     _Plot,
-    can_draw,
     panel_width,
 )
 from livingspec.plotting.tables import Item, _role, item_costs, row_summary

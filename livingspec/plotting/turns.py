@@ -10,7 +10,8 @@ from histtrim.display.tables import Table, text_table
 from histtrim.messages import ChatMessage
 from histtrim.trim import TrimResult, TurnCountTrimResult
 from histtrim.turns import index_turns, is_system
-from livingspec.plotting._base import _FIXED_COLOR, _PALETTE, _Plot, can_draw
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import _FIXED_COLOR, _PALETTE, _Plot
 from livingspec.plotting.tables import Item, _role, _turn_labels, item_costs, row_summary
 
 if TYPE_CHECKING:
