@@ -1,6 +1,6 @@
-"""livingspec.lite, the in-browser chapters' startup: a cell stopped by the missing matplotlib
-prints what it printed before and one line saying why, never a traceback; every other error
-keeps its traceback. Run here in CPython's IPython (the browser test runs it in Pyodide)."""
+"""livingspec.lite, the in-browser chapters' startup: it names the notebook for the kernel and
+catches nothing, so a missing module shows its traceback rather than cutting a cell short
+(figures need no help: `livingspec.plotting.show_figure`). Run here in CPython's IPython."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 import livingspec.lite
-from livingspec.lite import NO_FIGURE
+from livingspec.plotting import NO_FIGURE
 
 
 @pytest.fixture
@@ -20,23 +20,17 @@ def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     ipython = InteractiveShell.instance()
     livingspec.lite.install("14_design_review.ipynb")
     yield ipython
-    ipython.set_custom_exc((), None)
 
 
-def test_missing_matplotlib_prints_one_line(shell: InteractiveShell,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    shell.run_cell('print("numbers")\nraise ModuleNotFoundError("no", name="matplotlib.pyplot")')
-    assert capsys.readouterr().out == f"numbers\n{NO_FIGURE}\n"
+def test_install_names_the_notebook(shell: InteractiveShell) -> None:
     assert os.environ["JPY_SESSION_NAME"] == "14_design_review.ipynb"
 
 
-def test_any_other_error_keeps_its_traceback(shell: InteractiveShell,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
-    shell.run_cell('raise ModuleNotFoundError("no module named numpy", name="numpy")')
+def test_a_missing_module_keeps_its_traceback(shell: InteractiveShell,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    shell.run_cell('print("numbers")\nraise ModuleNotFoundError("no", name="matplotlib.pyplot")')
     out = capsys.readouterr().out
-    assert "Traceback" in out and "numpy" in out and NO_FIGURE not in out
-    shell.run_cell("1 / 0")
-    assert "ZeroDivisionError" in capsys.readouterr().out
+    assert out.startswith("numbers\n") and "Traceback" in out and NO_FIGURE not in out
 
 
 def test_install_outside_a_kernel_says_so() -> None:
@@ -44,3 +38,13 @@ def test_install_outside_a_kernel_says_so() -> None:
         InteractiveShell.clear_instance()
     with pytest.raises(RuntimeError, match="runs in a notebook's kernel"):
         livingspec.lite.install("01_turns.ipynb")
+
+
+def test_raises_prints_the_error_and_the_next_cell_runs(shell: InteractiveShell,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    result = shell.run_cell('%%raises\nx = 1\nraise ValueError("on purpose")')
+    out = capsys.readouterr().out
+    assert result.success and "ValueError" in out and "on purpose" in out
+    assert shell.user_ns["x"] == 1
+    shell.run_cell("%%raises\ny = 2")
+    assert "expected to raise; it did not" in capsys.readouterr().out

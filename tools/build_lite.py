@@ -3,10 +3,11 @@ offline, into build/spec/lite/ (the site links each chapter that runs there).
 
 Everything comes from the registries, pinned: Pyodide 314.0.6 from npm (lite/package-lock.json),
 its Python wheels from PyPI (lite/requirements.txt, hashes checked), JupyterLite from the venv
-(constraints.txt). histtrim's wheel is built from this checkout; livingspec and the examples
-folder the chapters read are packed as two small wheels. The npm Pyodide has no wheels, and its
-pyodide-lock.json names the CDN's builds: `write_lock` rewrites it for exactly the wheels
-shipped here (sha256 of each file), so the kernel loads nothing from a CDN or PyPI.
+(constraints.txt). histtrim's wheel is built from this checkout; livingspec, the examples folder
+and the bench scripts and results the chapters read are packed as small wheels. The npm
+Pyodide has no wheels, and its pyodide-lock.json names the CDN's builds: `write_lock` rewrites
+it for exactly the wheels shipped here (sha256 of each file), so the kernel loads nothing from
+a CDN or PyPI.
 
 Usage: python tools/build_lite.py [--out build/spec/lite]
 """
@@ -25,6 +26,8 @@ import zipfile
 from email.parser import Parser
 from pathlib import Path
 
+from livingspec.lite import RAISES
+
 ROOT = Path(__file__).resolve().parent.parent
 LITE = ROOT / "lite"
 WORK = ROOT / "build" / "lite"
@@ -37,10 +40,13 @@ MARKERS = {"sys_platform": "emscripten", "platform_system": "Emscripten", "os_na
 # A fixed date inside the wheels packed here, so their sha256 is the same on every build.
 ZIP_DATE = (2020, 2, 2, 0, 0, 0)
 # Startup cell of every in-browser copy of a chapter (see livingspec/lite.py).
-SETUP_CELL = ("# Added by `make lite` to the in-browser copy: Pyodide has no matplotlib, so a\n"
-              "# cell that draws a figure prints its numbers and one line saying why.\n"
+SETUP_CELL = ("# Added by `make lite` to the in-browser copy: names the notebook for the kernel\n"
+              "# (a chapter shows its widgets only in a live kernel) and defines %%raises,\n"
+              "# which prints the error of a cell that raises on purpose and goes on.\n"
               "import livingspec.lite\n\n"
               "livingspec.lite.install({path!r})")
+# What chapters 09 and 11 read from bench/ (next to histtrim, as in the checkout).
+BENCH_FILES = ("bench/histories.py", "bench/compare.py", "bench/results/*")
 
 
 def canonical(name: str) -> str:
@@ -130,14 +136,17 @@ def _b64(data: bytes) -> str:
 
 
 def spec_wheels() -> list[Path]:
-    """livingspec (the notebooks' helpers) and the examples folder, where the chapters look
-    for it: `Path(histtrim.__file__).parent.parent / "examples"` is site-packages/examples."""
+    """livingspec (the notebooks' helpers), the examples folder and `BENCH_FILES`, where the
+    chapters look for them: `Path(histtrim.__file__).parent.parent` is site-packages."""
     livingspec = {f"livingspec/{p.relative_to(ROOT / 'livingspec').as_posix()}": p
                   for p in (ROOT / "livingspec").rglob("*.py") if "__pycache__" not in p.parts}
     examples = {p.relative_to(ROOT).as_posix(): p for p in (ROOT / "examples").rglob("*")
                 if p.is_file() and "__pycache__" not in p.parts}
+    bench = {p.relative_to(ROOT).as_posix(): p for pattern in BENCH_FILES
+             for p in sorted(ROOT.glob(pattern)) if p.is_file()}
     return [pack_wheel("histtrim-livingspec", "0", livingspec, ["histtrim"]),
-            pack_wheel("histtrim-examples", "0", examples, [])]
+            pack_wheel("histtrim-examples", "0", examples, []),
+            pack_wheel("histtrim-bench", "0", bench, [])]
 
 
 def _metadata(wheel: Path) -> tuple[str, str, list[str], list[str]]:
@@ -187,10 +196,14 @@ def write_lock(npm_lock: Path, wheels: list[Path], out: Path) -> dict[str, objec
 
 
 def lite_notebook(source: Path, out: Path) -> None:
-    """The in-browser copy of a chapter: the Pyodide kernel and the startup cell first."""
+    """The in-browser copy of a chapter: the Pyodide kernel, the startup cell first, and
+    `%%raises` on each cell tagged `raises-exception`."""
     notebook = json.loads(source.read_text(encoding="utf-8"))
     notebook["metadata"]["kernelspec"] = {"name": "python", "display_name": "Python (Pyodide)",
                                           "language": "python"}
+    for cell in notebook["cells"]:  # "Run all" goes past them in Pyodide's kernel too
+        if "raises-exception" in cell.get("metadata", {}).get("tags", []):
+            cell["source"] = [f"{RAISES}\n", *cell["source"]]
     first_code = next(i for i, c in enumerate(notebook["cells"]) if c["cell_type"] == "code")
     notebook["cells"].insert(first_code, {
         "cell_type": "code", "execution_count": None, "id": "lite-setup",

@@ -23,9 +23,10 @@ _DROPPED_COLOR = "#D55E00"
 
 @dataclass(frozen=True)
 class _Plot(Generic[R]):
-    """A figure and the rows of numbers it draws; `table()` prints them (nbval reads text)."""
+    """A figure and the rows of numbers it draws; `table()` prints them (nbval reads text).
+    No figure (None) where matplotlib is missing: the rows are the same."""
 
-    figure: Figure
+    figure: Figure | None
     rows: list[R]
     columns: ClassVar[tuple[str, ...]] = ()
     """The table's headers, one per field of a row."""

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from typing import TYPE_CHECKING
 
 from histtrim.config import HistoryPruning, ProviderProfile, RuntimeProfile
 from histtrim.display.tables import Table, text_table
 from histtrim.route import ResolvedRuntime, resolve_runtime
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import _PALETTE, _Plot, panel_width
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _ratio_label(ratio: float | None) -> str:
@@ -35,9 +36,10 @@ def _short_tokens(value: int) -> str:
 
 @dataclass(frozen=True)
 class BudgetGrid:
-    """Budgets over ratio (columns) x max_context_tokens (rows), one grid per route."""
+    """Budgets over ratio (columns) x max_context_tokens (rows), one grid per route (no
+    figure where matplotlib is missing)."""
 
-    figure: Figure
+    figure: Figure | None
     ratios: tuple[float | None, ...]
     max_context_tokens: tuple[int | None, ...]
     grids: dict[str, list[list[int]]]
@@ -74,6 +76,18 @@ def budget_heatmap(
         ]
         for name, (provider, model) in routes.items()
     }
+    figure = _draw_heatmap(grids, ratios, max_context_tokens, title) if can_draw() else None
+    return BudgetGrid(figure, tuple(ratios), tuple(max_context_tokens), grids)
+
+
+def _draw_heatmap(
+    grids: Mapping[str, list[list[int]]],
+    ratios: Sequence[float | None],
+    max_context_tokens: Sequence[int | None],
+    title: str,
+) -> Figure:
+    import matplotlib.pyplot as plt
+
     top = max((v for grid in grids.values() for row in grid for v in row), default=1) or 1
     figure, panels = plt.subplots(
         1,
@@ -114,7 +128,7 @@ def budget_heatmap(
     if image is not None:
         figure.colorbar(image, ax=panels[0].tolist(), label="effective budget (tokens)")
     figure.suptitle(title)
-    return BudgetGrid(figure, tuple(ratios), tuple(max_context_tokens), grids)
+    return figure
 
 
 @dataclass(frozen=True)
@@ -147,25 +161,37 @@ def pruning_effect(
 ) -> PruningPlot:
     """For each resolved runtime, its budget with `history_pruning` enabled at each
     `max_tokens`, against the same runtime with pruning off (a dashed line)."""
-    rows: list[PruningRow] = []
-    count = max(len(runtimes), 1)
+    off = {name: _with_pruning(runtime, HistoryPruning()).effective_context_budget()
+           for name, runtime in runtimes.items()}
+    rows = [
+        PruningRow(
+            name,
+            limit,
+            off[name],
+            _with_pruning(
+                runtime, HistoryPruning(enabled=True, max_tokens=limit)
+            ).effective_context_budget(),
+        )
+        for name, runtime in runtimes.items()
+        for limit in max_tokens
+    ]
+    figure = _draw_pruning(rows, off, max_tokens, title) if can_draw() else None
+    return PruningPlot(figure, rows)
+
+
+def _draw_pruning(
+    rows: Sequence[PruningRow], off: Mapping[str, int], max_tokens: Sequence[int], title: str
+) -> Figure:
+    """One panel per runtime (`off`: its budget with pruning off): budget against max_tokens."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    count = max(len(off), 1)
     figure, panels = plt.subplots(1, count, figsize=(panel_width(count, 4.2), 4.6),
                                   squeeze=False)
     top = max(max_tokens, default=1)
-    for i, (axes, (name, runtime)) in enumerate(zip(panels[0], runtimes.items(), strict=False)):
-        budget_off = _with_pruning(runtime, HistoryPruning()).effective_context_budget()
-        mine = [
-            PruningRow(
-                name,
-                limit,
-                budget_off,
-                _with_pruning(
-                    runtime, HistoryPruning(enabled=True, max_tokens=limit)
-                ).effective_context_budget(),
-            )
-            for limit in max_tokens
-        ]
-        rows.extend(mine)
+    for i, (axes, (name, budget_off)) in enumerate(zip(panels[0], off.items(), strict=False)):
+        mine = [r for r in rows if r.profile == name]
         color = _PALETTE[i % len(_PALETTE)]
         axes.plot([0, top], [0, top], color="#999999", linestyle=":", linewidth=1.2,
                   label="budget = max_tokens")
@@ -193,4 +219,4 @@ def pruning_effect(
                   frameon=False)
     figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.07, 1, 1))
-    return PruningPlot(figure, rows)
+    return figure

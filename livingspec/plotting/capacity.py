@@ -5,18 +5,21 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from typing import TYPE_CHECKING
 
 from histtrim.capacity import CapacityReport
 from histtrim.display.tables import Table, text_table
+from livingspec.plotting import can_draw
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
 class CapacityPlot:
-    figure: Figure
+    """The figure (None where matplotlib is missing) and the reports it draws."""
+
+    figure: Figure | None
     reports: dict[str, CapacityReport]
 
     def table(self) -> Table:
@@ -64,6 +67,13 @@ def _breakdown(report: CapacityReport) -> tuple[int, int, int, int, int]:
 def capacity_breakdown(reports: Mapping[str, CapacityReport], *, title: str) -> CapacityPlot:
     """A stacked bar per request (system rows, other messages, images, hooks, tool schemas)
     with its window (solid) and proactive budget (dotted) marked."""
+    return CapacityPlot(_draw_capacity(reports, title) if can_draw() else None, dict(reports))
+
+
+def _draw_capacity(reports: Mapping[str, CapacityReport], title: str) -> Figure:
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
     figure, axes = plt.subplots(figsize=(10, 5.2))
     names = list(reports)
     top = max((max(r.total, r.window) for r in reports.values()), default=1)
@@ -105,4 +115,4 @@ def capacity_breakdown(reports: Mapping[str, CapacityReport], *, title: str) -> 
                         fontsize=8)
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
-    return CapacityPlot(figure, dict(reports))
+    return figure

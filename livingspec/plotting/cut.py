@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
-from matplotlib.patches import Patch
+from typing import TYPE_CHECKING
 
 from histtrim.estimate import message_costs
 from histtrim.messages import ChatMessage
 from histtrim.trim import TrimResult, trim_to_recent_turns
 from histtrim.turns import index_turns
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import _DROPPED_COLOR, _KEPT_COLOR, _Plot
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,14 @@ def budget_cut(
     rows, fixed, result = cumulative_from_newest(
         history, budget_tokens, crumb_present=crumb_present
     )
+    figure = _draw_cut(rows, budget_tokens, title) if can_draw() else None
+    return BudgetCut(figure, rows, budget_tokens, fixed, result)
+
+
+def _draw_cut(rows: Sequence[CutRow], budget_tokens: int, title: str) -> Figure:
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
     figure, axes = plt.subplots(figsize=(10, 4.5))
     positions = list(range(len(rows)))
     axes.bar(
@@ -143,4 +153,4 @@ def budget_cut(
         )
     axes.set_ylim(0, top * 1.15)
     figure.tight_layout()
-    return BudgetCut(figure, rows, budget_tokens, fixed, result)
+    return figure

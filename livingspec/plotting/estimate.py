@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
 
 from histtrim.estimate import estimate_history_tokens, utf8_len
 from histtrim.messages import ChatMessage
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import _PALETTE, _label, _Plot
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,12 @@ def estimate_vs_bytes(
     """The estimate of each sample, repeated, plotted against characters (one slope per
     script) and against UTF-8 bytes (one line for all)."""
     rows = estimate_rows(samples, repeats)
+    return EstimatePlot(_draw_estimate(rows, list(samples), title) if can_draw() else None, rows)
+
+
+def _draw_estimate(rows: Sequence[EstimateRow], samples: Sequence[str], title: str) -> Figure:
+    import matplotlib.pyplot as plt
+
     figure, (by_chars, by_bytes) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     markers = "osD^v"
     for i, name in enumerate(samples):
@@ -77,4 +86,4 @@ def estimate_vs_bytes(
     _label(by_bytes, "UTF-8 bytes", "", "against UTF-8 bytes")
     figure.suptitle(title)
     figure.tight_layout()
-    return EstimatePlot(figure, rows)
+    return figure

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from typing import TYPE_CHECKING
 
 from histtrim.agent.calls import ProviderCall
 from histtrim.display.tables import Table, fields_table
-from livingspec.plotting._base import _DROPPED_COLOR, _FIXED_COLOR, _KEPT_COLOR, _label, _Plot
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import (
+    _DROPPED_COLOR,
+    _FIXED_COLOR,
+    _KEPT_COLOR,
+    _label,
+    _Plot,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,15 @@ def call_timeline(
     counts both), against the budget and the capacity. A dotted line marks each trim;
     `provider_window` draws a window the provider enforces on its own (unknown to the runtime)."""
     rows = timeline_rows(calls)
+    figure = _draw_timeline(rows, title, provider_window) if can_draw() else None
+    return CallTimeline(figure, rows)
+
+
+def _draw_timeline(rows: Sequence[TimelineRow], title: str, provider_window: int | None) -> Figure:
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     figure, axes = plt.subplots(figsize=(10, 4.8))
     xs = [r.call for r in rows]
     highest = max([r.tokens for r in rows] + ([provider_window] if provider_window else []),
@@ -151,4 +167,4 @@ def call_timeline(
         fontsize=8,
     )
     figure.tight_layout()
-    return CallTimeline(figure, rows)
+    return figure

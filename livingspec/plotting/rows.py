@@ -5,18 +5,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import matplotlib.pyplot as plt
-from matplotlib.patches import Patch, Rectangle
+from typing import TYPE_CHECKING
 
 from histtrim.estimate import dispatched_images, message_costs
 from histtrim.messages import ChatMessage
 from histtrim.pairing import SweepResult, SweepStep
 from histtrim.policy import SPEC
 from histtrim.turns import index_turns
-from livingspec.plotting._base import _DROPPED_COLOR, _KEPT_COLOR, _PALETTE, _Plot, panel_width
+from livingspec.plotting import can_draw
+from livingspec.plotting._base import (
+    _DROPPED_COLOR,
+    _KEPT_COLOR,
+    _PALETTE,
+    _Plot,
+    panel_width,
+)
 from livingspec.plotting.tables import Item, _role, item_costs, row_summary
 from livingspec.plotting.turns import axis_cut
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,12 @@ def row_estimate_rows(history: Sequence[ChatMessage]) -> list[RowEstimateRow]:
 def row_estimate(history: Sequence[ChatMessage], *, title: str) -> RowEstimatePlot:
     """One stacked bar per row: its text tokens, its framing tokens and its images' price."""
     rows = row_estimate_rows(history)
+    return RowEstimatePlot(_draw_row_estimate(rows, title) if can_draw() else None, rows)
+
+
+def _draw_row_estimate(rows: Sequence[RowEstimateRow], title: str) -> Figure:
+    import matplotlib.pyplot as plt
+
     figure, axes = plt.subplots(figsize=(panel_width(1, 9.5), 1.2 + 0.32 * len(rows)))
     parts = (("text", "text: ceil(UTF-8 bytes / 4)"), ("framing", "framing: 4 per message"),
              ("images", "images: 1,600 each dispatched"))
@@ -76,7 +90,7 @@ def row_estimate(history: Sequence[ChatMessage], *, title: str) -> RowEstimatePl
     below = -0.5 / figure.get_figheight() - 0.04  # under the axis label
     axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, below), ncol=3)
     figure.tight_layout()
-    return RowEstimatePlot(figure, rows)
+    return figure
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,13 @@ def sweep_map(history: Sequence[Item], swept: SweepResult[Item], *, title: str) 
     """One bar per input row (estimated tokens): kept rows solid, rows the sweep touched
     hatched in the dropped colour and labelled with what it removed there."""
     rows = sweep_rows(history, swept)
+    return SweepPlot(_draw_sweep(rows, title) if can_draw() else None, rows)
+
+
+def _draw_sweep(rows: Sequence[SweepRow], title: str) -> Figure:
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
     figure, axes = plt.subplots(figsize=(panel_width(1, 9.5), 1.4 + 0.34 * len(rows)))
     top = max((r.tokens for r in rows), default=1)
     for r in rows:
@@ -134,7 +155,7 @@ def sweep_map(history: Sequence[Item], swept: SweepResult[Item], *, title: str) 
               label="the sweep removed this row, or part of it"),
     ], fontsize=8, loc="lower right")
     figure.tight_layout()
-    return SweepPlot(figure, rows)
+    return figure
 
 
 @dataclass(frozen=True)
@@ -183,7 +204,18 @@ def sweep_passes(
     cell says whether the row is kept, loses calls, is removed at that stage, or is gone."""
     cells = pass_cells(history, steps)
     stages: list[str] = [step.stage for step in steps]
-    figure, axes = plt.subplots(figsize=(panel_width(1, 7.5), 1.3 + 0.32 * len(history)))
+    figure = _draw_passes(cells, stages, labels, title) if can_draw() else None
+    return PassesPlot(figure, cells)
+
+
+def _draw_passes(
+    cells: Sequence[PassCell], stages: list[str], labels: Sequence[str], title: str
+) -> Figure:
+    """One line per input row (`labels`, one per row), one column per stage."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch, Rectangle
+
+    figure, axes = plt.subplots(figsize=(panel_width(1, 7.5), 1.3 + 0.32 * len(labels)))
     for cell in cells:
         color, alpha, hatch = _STATE_STYLE[cell.state]
         axes.add_patch(Rectangle((stages.index(cell.stage) - 0.45, cell.row - 0.4), 0.9, 0.8,
@@ -191,10 +223,10 @@ def sweep_passes(
                                  edgecolor="black" if cell.state != "gone" else "#BBBBBB",
                                  linewidth=0.5))
     axes.set_xlim(-0.6, len(stages) - 0.4)
-    axes.set_ylim(len(history) - 0.5, -0.6)
+    axes.set_ylim(len(labels) - 0.5, -0.6)
     axes.set_xticks(range(len(stages)), stages, fontsize=9)
     axes.xaxis.tick_top()
-    axes.set_yticks(range(len(history)), [f"{n} {text}" for n, text in enumerate(labels)],
+    axes.set_yticks(range(len(labels)), [f"{n} {text}" for n, text in enumerate(labels)],
                     fontsize=8)
     axes.set_title(title, fontsize=10, pad=24)
     axes.legend(handles=[
@@ -204,4 +236,4 @@ def sweep_passes(
                         ("removed", "removed here"), ("gone", "removed earlier"))
     ], fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
-    return PassesPlot(figure, cells)
+    return figure

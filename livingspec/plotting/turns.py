@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from histtrim.display.tables import Table, text_table
 from histtrim.messages import ChatMessage
 from histtrim.trim import TrimResult, TurnCountTrimResult
 from histtrim.turns import index_turns, is_system
+from livingspec.plotting import can_draw
 from livingspec.plotting._base import _FIXED_COLOR, _PALETTE, _Plot
 from livingspec.plotting.tables import Item, _role, _turn_labels, item_costs, row_summary
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -140,10 +145,14 @@ def turn_map(
     """One bar per message (length = estimated tokens, linear), coloured by turn; dropped
     rows faded and hatched. A few very long bars are cut at `axis_cut` (marked with a break
     and their value), so the short ones stay readable."""
-    import matplotlib.pyplot as plt  # drawing only: the rows need no matplotlib (the browser)
+    rows = turn_map_rows(history, result, crumb_present=crumb_present)
+    return TurnMap(_draw_turn_map(rows, title) if can_draw() else None, rows)
+
+
+def _draw_turn_map(rows: Sequence[TurnMapRow], title: str) -> Figure:
+    import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
-    rows = turn_map_rows(history, result, crumb_present=crumb_present)
     figure, axes = plt.subplots(figsize=(10, 1.4 + 0.3 * len(rows)))
     cut = axis_cut([r.tokens for r in rows])
     limit = cut if cut is not None else max((r.tokens for r in rows), default=10)
@@ -184,4 +193,4 @@ def turn_map(
     ]
     axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     figure.tight_layout()
-    return TurnMap(figure, rows)
+    return figure

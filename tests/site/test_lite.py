@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from livingspec.lite import NO_FIGURE
+from livingspec.plotting import NO_FIGURE
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
@@ -63,7 +63,30 @@ def test_lock_names_exactly_the_wheels_shipped(lite: Path) -> None:
         data = (pyodide / entry["file_name"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == entry["sha256"], name
         assert set(entry["depends"]) <= set(lock["packages"]), name
-    assert {"histtrim", "histtrim-livingspec", "pydantic", "pydantic-core"} <= set(lock["packages"])
+    assert {"histtrim", "histtrim-livingspec", "histtrim-examples", "histtrim-bench", "pydantic",
+            "pydantic-core"} <= set(lock["packages"])
+
+
+def test_folders_the_chapters_read_are_shipped_and_loaded_at_start(lite: Path) -> None:
+    """examples/ and bench/ (chapters 09 and 11 read its scripts and results) have no import
+    name, so the kernel loads their wheels at start, into site-packages next to histtrim."""
+    import zipfile
+
+    pyodide = lite / "static" / "pyodide"
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text(encoding="utf-8"))
+    config = json.loads((lite / "jupyter-lite.json").read_text(encoding="utf-8"))
+    preload = config["jupyter-config-data"]["litePluginSettings"][
+        "@jupyterlite/pyodide-kernel-extension:kernel"]["loadPyodideOptions"]["packages"]
+    for name, folder in (("histtrim-examples", "examples"), ("histtrim-bench", "bench")):
+        assert name in preload
+        with zipfile.ZipFile(pyodide / lock["packages"][name]["file_name"]) as wheel:
+            shipped = {n for n in wheel.namelist() if n.startswith(f"{folder}/")}
+        wanted = {p.relative_to(ROOT).as_posix() for p in (ROOT / folder).rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts}
+        if folder == "bench":
+            wanted = {n for n in wanted if n.startswith("bench/results/")} | {
+                "bench/histories.py", "bench/compare.py"}
+        assert shipped == wanted, name
 
 
 def test_kernel_never_reaches_for_a_cdn_or_pypi(lite: Path) -> None:

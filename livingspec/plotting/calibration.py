@@ -1,0 +1,76 @@
+"""Chapter 11's figures: EST-1's estimate against real tokenizers, per message by content
+class (boxes) and per whole session (estimate against real, log-log)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from livingspec.plotting import can_draw
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from livingspec.calibration.measure import MessageCount, SessionCount
+
+# One colour per tokenizer, each box placed this far off its class's line.
+_TOKENIZER_STYLES = ((-0.18, "o200k_base", "#0072B2"), (0.18, "cl100k_base", "#E69F00"))
+
+
+def ratio_boxes(messages: Sequence[MessageCount], classes: Sequence[str], *,
+                title: str) -> Figure | None:
+    """Estimate / real per message, one line per content class, a box (quartiles, whiskers
+    p5-p95) per tokenizer; 1 (exact) and 2/3 (what one RUN-2 retry absorbs) marked. None
+    where matplotlib is missing (the cell prints the quantiles)."""
+    if not can_draw():
+        return None
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for offset, tokenizer, color in _TOKENIZER_STYLES:
+        data = [[m.ratio(tokenizer) for m in messages if m.content_class == c] for c in classes]
+        parts = axes.boxplot(data, positions=[i + offset for i in range(len(classes))],
+                             widths=0.3, orientation="horizontal", whis=(5, 95),
+                             patch_artist=True, flierprops={"markersize": 3})
+        for box in parts["boxes"]:
+            box.set_facecolor(color)
+            box.set_alpha(0.6)
+        axes.plot([], [], color=color, linewidth=6, alpha=0.6, label=tokenizer)
+    axes.axvline(1, color="black", linewidth=1, label="estimate = real")
+    axes.axvline(2 / 3, color="#D55E00", linestyle="--", linewidth=1,
+                 label="2/3: what one RUN-2 retry absorbs")
+    axes.set_yticks(range(len(classes)), list(classes))
+    axes.invert_yaxis()
+    axes.set_xlabel("estimate / real tokens per message (box: quartiles, whiskers: p5-p95)")
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8, loc="lower right")
+    axes.grid(True, axis="x", alpha=0.3)
+    return figure
+
+
+def sessions_estimate_vs_real(groups: Mapping[str, Sequence[SessionCount]],
+                              colors: Mapping[str, str], *, title: str) -> Figure | None:
+    """Each session's estimate against its real prompt tokens (o200k_base), log-log, one
+    colour per group (`colors[group]`), with y = x (exact) and y = 2/3 x. None where
+    matplotlib is missing (the cell prints the ratios)."""
+    if not can_draw():
+        return None
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(6.5, 6))
+    for name, group in groups.items():
+        axes.scatter([s.real["o200k_base"] for s in group], [s.estimate for s in group],
+                     s=14, color=colors[name], label=f"{name} ({len(group)})")
+    top = max((max(s.real["o200k_base"], s.estimate) for g in groups.values() for s in g),
+              default=100) * 1.1
+    axes.plot([100, top], [100, top], color="gray", linewidth=1, label="y = x (exact)")
+    axes.plot([100, top], [100 * 2 / 3, top * 2 / 3], color="#D55E00", linestyle="--",
+              linewidth=1, label="y = 2/3 x")
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("real prompt tokens (o200k_base)")
+    axes.set_ylabel("EST-1 estimate (tokens)")
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8)
+    axes.grid(True, which="major", alpha=0.3)
+    return figure
