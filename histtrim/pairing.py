@@ -446,14 +446,16 @@ class PairingScan:
         self._head, self._ids, self._issued = position, ids, frozenset(ids)
         self.dispatching = True
 
-    def answer(self, position: int, call_id: str | None) -> None:
+    def answer(self, position: int, call_id: str | None, k: int = -1) -> None:
+        """A result for `call_id` at `position` (`k`: its index among the row's results,
+        for a row that answers several, else -1)."""
         if call_id is None:
             kind: PairingKind = "legacy_result" if self._ids is not None else "orphan_result"
-            self._report(kind, position, None, -1)
+            self._report(kind, position, None, k)
         elif call_id in self._issued:
             self._answered.add(call_id)
         else:
-            self._report("orphan_result", position, call_id, -1)
+            self._report("orphan_result", position, call_id, k)
 
     def other(self) -> None:
         """A row that neither dispatches nor answers (and the end): closes the open dispatch."""
@@ -470,8 +472,9 @@ class PairingScan:
 @dataclass
 class PairingErrors:
     """The errors a `PairingScan` reports, kept compactly for a whole file: each one's row
-    and the index of its call among the row's distinct ids (-1 for a tool row's), 16 bytes
-    an error; the ids are read again from the few rows shown (`PairingProblem`)."""
+    and the index of its call among the row's distinct ids, or of its result among the row's
+    results (-1 for a tool row's one result), 16 bytes an error; the ids are read again from
+    the few rows shown (`PairingProblem`)."""
 
     positions: array[int] = field(default_factory=lambda: array("q"))
     calls: array[int] = field(default_factory=lambda: array("q"))

@@ -341,10 +341,10 @@ def test_issue_32_the_readers_fast_rows_are_the_adapters_rows(
 ) -> None:
     """Issue 32: the file reader's path for `tool_use` and `tool_result` messages
     (`message_sketch`) makes the row `message_row` makes and the pairing link its text
-    holds; a body written a message a line (read from its lines, never parsed whole) prices,
-    indexes, pairs and writes back exactly as the same body parsed whole (written by
-    `json.dumps(indent=2)`), floats included."""
-    from histtrim.adapters.anthropic import message_row, message_sketch
+    holds (a results message: the ids it answers); a body written a message a line (read
+    from its lines, never parsed whole) prices, indexes, pairs and writes back exactly as
+    the same body parsed whole (written by `json.dumps(indent=2)`), floats included."""
+    from histtrim.adapters.anthropic import message_row, message_sketch, result_ids
     from histtrim.adapters.formats import read_history
     from histtrim.adapters.records import FormatError, text_link
     from histtrim.adapters.rewrite import trim_history, write_history
@@ -354,7 +354,8 @@ def test_issue_32_the_readers_fast_rows_are_the_adapters_rows(
         if sketch is not None:
             row = message_row(message)
             assert sketch[:2] == (row.role, row.content)
-            assert (sketch[2] or None) == text_link(row.role, row.content)
+            link = result_ids(message) if row.role == "user" else text_link(row.role, row.content)
+            assert (sketch[2] or None) == (link or None)
     if extra is not None:
         body["extra"] = extra
     if not body["messages"]:

@@ -227,3 +227,48 @@ def test_an_anthropic_number_past_a_double_is_refused_not_written_as_infinity(
     code, out, err = run(capsys, "trim", path, "--max-turns", 1)
     assert code == 2 and "1e400" in err and err.count("\n") == 1, err
     assert "Infinity" not in out
+
+
+@pytest.mark.parametrize("layout", ["whole", "lines"])
+def test_pair_1_an_anthropic_body_pairs_tool_use_with_the_next_messages_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
+) -> None:
+    """PAIR-1 in an Anthropic body: a `tool_use` is answered by a `tool_result` in the very
+    next message (every call of every Anthropic body was reported unanswered before); a call
+    with no result there, and a result naming no call of the message before, are reported
+    with their ids, whether the message takes the reader's fast path or not."""
+    calls = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+        {"type": "tool_use", "id": "t2", "name": "ls", "input": {}}]}
+    body = {"system": "s", "messages": [
+        {"role": "user", "content": "hi"}, calls,
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"},
+                                     {"type": "tool_result", "tool_use_id": "t2", "content": "b"}]},
+        calls,
+        {"role": "user", "content": [  # a list content: not the reader's fast path
+            {"type": "tool_result", "tool_use_id": "t1",
+             "content": [{"type": "text", "text": "a"}]},
+            {"type": "tool_result", "tool_use_id": "zz", "content": "b"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "c"}]},
+        {"role": "assistant", "content": "done"},
+    ]}
+    good = {**body, "messages": body["messages"][:3]}
+    for name, document in (("good.json", good), ("body.json", body)):
+        text = (json.dumps(document, indent=2) if layout == "whole"
+                else "{\"system\": \"s\", \"messages\": [\n" + ",\n".join(
+                    json.dumps(m) for m in document["messages"]) + "\n]}\n")
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    code, _, err = run(capsys, "trim", tmp_path / "good.json", "--budget", 9999,
+                       "-o", tmp_path / "out.json")
+    assert code == 0 and "warning" not in err
+    code, _, err = run(capsys, "trim", tmp_path / "body.json", "--budget", 9999,
+                       "-o", tmp_path / "out.json")
+    assert code == 0
+    assert [line for line in err.splitlines() if "warning" in line] == [
+        "histtrim: warning: row 4: a call no tool row right after it answers (tool_call_id='t2')",
+        "histtrim: warning: row 5: a result not right after the assistant row that issued its "
+        "id (tool_call_id='zz')",
+        "histtrim: warning: row 7: a result not right after the assistant row that issued its "
+        "id (tool_call_id='t2')",
+    ]

@@ -147,10 +147,11 @@ _string = encode_basestring
 
 
 def message_sketch(message: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...]] | None:
-    """The usual messages' row without a `ChatMessage`: (role, text, dispatched ids) of an
-    assistant message of text and `tool_use` blocks, or of a user message of `tool_result`
-    blocks with string content (no ids); None for any other message (`message_row` reads
-    it). The text is exactly `message_row`'s (a test holds them equal)."""
+    """The usual messages' row without a `ChatMessage`: (role, text, ids) of an assistant
+    message of text and `tool_use` blocks (the ids it dispatches), or of a user message of
+    `tool_result` blocks with string content (the ids it answers, `result_ids`); None for any
+    other message (`message_row` reads it). The text is exactly `message_row`'s (a test holds
+    them equal)."""
     content = message.get("content")
     if type(content) is not list or message.keys() != _PLAIN or not content:
         return None
@@ -180,7 +181,7 @@ def message_sketch(message: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...
         return "assistant", f'{{"content":{said},"tool_calls":[{",".join(calls)}]}}', tuple(ids)
     if role != "user":
         return None
-    parts = [TOOL_RESULTS_PREFIX]
+    parts, ids = [TOOL_RESULTS_PREFIX], []
     for block in content:
         if type(block) is not dict or block.get("type") != "tool_result":
             return None
@@ -192,7 +193,21 @@ def message_sketch(message: Mapping[str, Any]) -> tuple[str, str, tuple[str, ...
             return None
         name = call_id + " error" if error else call_id
         parts.append(f'<tool_result name="{name}">\n{output}\n</tool_result>')
-    return "user", "\n".join(parts), ()
+        ids.append(call_id)
+    return "user", "\n".join(parts), tuple(ids)
+
+
+def result_ids(message: Mapping[str, Any]) -> tuple[str, ...]:
+    """The `tool_use_id`s a user message's `tool_result` blocks answer, in order: the API
+    pairs each `tool_use` with a result in the very next message (PAIR-1 for this format)."""
+    content = message.get("content")
+    if message.get("role") != "user" or type(content) is not list:
+        return ()
+    return tuple(
+        block["tool_use_id"] for block in content
+        if type(block) is dict and block.get("type") == "tool_result"
+        and type(block.get("tool_use_id")) is str
+    )
 
 
 def message_row(message: object, where: str = "") -> ChatMessage:

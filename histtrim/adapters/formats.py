@@ -506,7 +506,11 @@ def _priced(
                     row = ChatMessage(role="user", content=text)
                     cost = message_cost(row, current_turn=False)
                     images[i] = dispatched_images(row, current_turn=False)
-            if pairs.dispatching:
+            if type(link) is tuple:  # an Anthropic results message answers the ids it names
+                for k, call_id in enumerate(link):
+                    pairs.answer(i, call_id, k)
+                pairs.other()  # the API wants every result in the very next message
+            elif pairs.dispatching:
                 pairs.other()
         elif role == "tool":
             if prefix:

@@ -12,7 +12,7 @@ from typing import Any, Literal, get_args
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import from_json
 
-from histtrim.adapters.anthropic import message_sketch
+from histtrim.adapters.anthropic import message_sketch, result_ids
 from histtrim.carriers import answered_id, dispatched_ids
 from histtrim.messages import ChatMessage, ConversationMessage, Role
 
@@ -56,7 +56,8 @@ class FormatError(ValueError):
 Link = tuple[str, ...] | str | None
 """What the tool-pairing check reads from a row (`pairing.PairingScan`): a tool row's
 answered call id (None: no readable one); an assistant row's dispatched ids (None: no
-native dispatch); None for any other row."""
+native dispatch); an Anthropic results message's answered ids (`anthropic.result_ids`);
+None for any other row."""
 
 
 def row_text(fmt: Format, record: object) -> tuple[str, str]:
@@ -77,6 +78,8 @@ def row_sketch(fmt: Format, record: object) -> tuple[str, str, Link]:
         if sketch is not None:
             return sketch[0], sketch[1], sketch[2] or None
     role, text = _anthropic(record) if fmt == "anthropic" else _histtrim(record)
+    if fmt == "anthropic" and role == "user":
+        return role, text, result_ids(record) or None
     if role == "user" or role == "system" or text[:1] not in _ENVELOPE_STARTS:
         return role, text, None  # no envelope can be read from such text
     return role, text, text_link(role, text)

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import openai_breadcrumb
 from histtrim.adapters.rewrite import FileTrim, trim_history, write_history
@@ -283,8 +284,11 @@ def file_pairing_warnings(hf: HistoryFile, trim: FileTrim) -> list[str]:
     for k in errors.first(_WARNINGS_SHOWN, cut):
         position, call = errors.positions[k], errors.calls[k]
         row, at = hf.row(position), position + shift
-        if call < 0:
+        if row.role == "tool":
             shown.append(PairingProblem("orphan_result", at, tool_result_call_id(row)))
+        elif row.role == "user":  # an Anthropic results message: its result `call`
+            ids = result_ids(hf.record(position - hf.system_rows))
+            shown.append(PairingProblem("orphan_result", at, ids[call]))
         else:
             ids = list(dict.fromkeys(tool_call_ids(row) or ()))
             shown.append(PairingProblem("unanswered_call", at, ids[call]))
