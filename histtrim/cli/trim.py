@@ -287,8 +287,8 @@ def file_pairing_warnings(hf: HistoryFile, trim: FileTrim) -> list[str]:
         if row.role == "tool":
             shown.append(PairingProblem("orphan_result", at, tool_result_call_id(row)))
         elif row.role == "user":  # an Anthropic results message: its result `call`
-            ids = result_ids(hf.record(position - hf.system_rows))
-            shown.append(PairingProblem("orphan_result", at, ids[call]))
+            results = result_ids(hf.record(position - hf.system_rows))
+            shown.append(PairingProblem("orphan_result", at, results[call]))
         else:
             ids = list(dict.fromkeys(tool_call_ids(row) or ()))
             shown.append(PairingProblem("unanswered_call", at, ids[call]))
