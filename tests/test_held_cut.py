@@ -211,6 +211,28 @@ def test_cli_trim_takes_the_policy_and_holds_the_agents_cut(
     )
 
 
+def test_cli_trim_holds_the_agents_cut_on_an_anthropic_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An Anthropic body under a low-water target (or any policy but the spec's) is cut as
+    `trim_anthropic` with that policy cuts it: the session reader cannot read such a body,
+    and `trim --token-target` refused every Anthropic body before."""
+    from histtrim.adapters.anthropic import to_anthropic, trim_anthropic
+    from histtrim.cli import main
+
+    body = to_anthropic(long_session(500))
+    source = tmp_path / "body.json"
+    source.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
+    held, _ = trim_anthropic(body, budget_tokens=6_000, policy=LOW)
+    fit, _ = trim_anthropic(body, budget_tokens=6_000)
+    assert held["messages"] != fit["messages"]
+    out = tmp_path / "out.json"
+    argv = ["trim", str(source), "--budget", "6000", "--token-target", "7/10", "-o", str(out)]
+    assert main(argv) == 0
+    assert json.loads(out.read_text(encoding="utf-8")) == held
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_the_kit_checks_the_held_cut_against_the_agent() -> None:
     """The kit's `held_cut` (conformance vectors for another implementation): on a scripted
     session its requests rewrite the prefix exactly as often as the Agent's do."""

@@ -21,7 +21,7 @@ from histtrim.events import HistoryTrimmed
 from histtrim.messages import BREADCRUMB, row_facts
 from histtrim.turn_sizes import TurnColumns, TurnStats
 from histtrim.turns import TurnIndex
-from histtrim.visible import plan_visible_trim
+from histtrim.visible import VisibleTrim, plan_visible_trim
 
 _BOM = b"\xef\xbb\xbf"
 _CRUMB_TOKENS = row_facts("user", BREADCRUMB).plain_tokens
@@ -87,6 +87,13 @@ def trim_history(
         index, hf.costs, max_turns=max_turns, budget_tokens=budget_tokens,
         crumb_cost=_CRUMB_TOKENS, breadcrumb=breadcrumb,
     )
+    return file_trim(plan)
+
+
+def file_trim(plan: VisibleTrim) -> FileTrim:
+    """What `write_history` needs of a visible trim planned on a file's turn index (by
+    `trim_history`, or by a caller that priced the file's rows its own way)."""
+    index = plan.index
     return FileTrim(
         cut=plan.cut,
         body_start=index.body_start,

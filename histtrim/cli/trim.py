@@ -16,14 +16,19 @@ from pydantic import ValidationError
 from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import openai_breadcrumb
-from histtrim.adapters.rewrite import FileTrim, trim_history, write_history
+from histtrim.adapters.rewrite import (
+    FileTrim,
+    file_trim,
+    trim_history,
+    write_history,
+)
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
 from histtrim.cli.jsontext import display_name, read_bytes
 from histtrim.cli.output import emit, say
-from histtrim.cli.rowfiles import fast_rows, file_crumb_error
+from histtrim.cli.rowfiles import fast_rows, file_crumb_error, sniff
 from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
@@ -34,8 +39,8 @@ from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime
 from histtrim.trim import breadcrumb_message
-from histtrim.turns import TurnIndex
-from histtrim.visible import plan_visible_trim, trim_structured
+from histtrim.turns import TurnIndex, index_turns
+from histtrim.visible import VisibleTrim, plan_visible_trim, trim_structured
 
 
 @dataclass(frozen=True)
@@ -129,25 +134,9 @@ def _trim_rows(
     """Both limits planned on one index (`plan_visible_trim`): dropping the oldest turns
     never reprices the kept rows (the current turn stays), so every figure is a sum of the
     input's row costs."""
-    index = index_session(session, rows, crumb)
-    prices = limits.pricing
-    crumb_cost = lambda: prices.plain(breadcrumb_message())  # noqa: E731 - asked at most once
-    if holds_cut(limits.policy):  # the cut the Agent holds after the recorded requests
-        policy = limits.policy
-        plan = plan_held_trim(
-            index, two_prices(rows, index, prices), request_points(rows),
-            max_turns=limits.max_turns, budget_tokens=limits.budget or 0,
-            crumb_cost=crumb_cost, counter=prices.counter_name,
-            turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
-        )
-    else:
-        plan = plan_visible_trim(
-            index, prices.costs(rows, index), max_turns=limits.max_turns,
-            budget_tokens=limits.budget or 0, crumb_cost=crumb_cost,
-            counter=prices.counter_name,
-        )
+    plan = _plan(rows, index_session(session, rows, crumb), limits)
     outcome = _Outcome(
-        index.turn_count, plan.tokens_before, plan.turns_after, plan.tokens_after,
+        plan.index.turn_count, plan.tokens_before, plan.turns_after, plan.tokens_after,
         events=list(plan.events), crumb_tokens=plan.crumb_tokens,
     )
     if plan.trimmed:
@@ -192,6 +181,25 @@ def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome
     outcome.written = list(trim.history)
     outcome.turns, outcome.tokens = event.kept_turns, after
     return outcome
+
+
+def _plan(rows: list[ChatMessage], index: TurnIndex, limits: _Limits) -> VisibleTrim:
+    """The cut of `limits` on indexed rows, priced by its policy (and counter); with a
+    low-water target, the cut the Agent holds after the requests the rows record."""
+    prices = limits.pricing
+    crumb_cost = lambda: prices.plain(breadcrumb_message())  # noqa: E731 - asked at most once
+    if holds_cut(limits.policy):
+        policy = limits.policy
+        return plan_held_trim(
+            index, two_prices(rows, index, prices), request_points(rows),
+            max_turns=limits.max_turns, budget_tokens=limits.budget or 0,
+            crumb_cost=crumb_cost, counter=prices.counter_name,
+            turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+        )
+    return plan_visible_trim(
+        index, prices.costs(rows, index), max_turns=limits.max_turns,
+        budget_tokens=limits.budget or 0, crumb_cost=crumb_cost, counter=prices.counter_name,
+    )
 
 
 def _count(number: int, noun: str) -> str:
@@ -248,9 +256,13 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     """A row file on its columns (`adapters.rewrite`): the same cut as `_trim_rows`, written
     back in the file's own format (kept JSON Lines as their own bytes)."""
     try:
-        result = trim_history(
-            hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb
-        )
+        if limits.policy == SPEC:  # the spec's prices are the file's own columns
+            result = trim_history(
+                hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb
+            )
+        else:  # an Anthropic body (only this reader reads one) under another policy
+            rows = list(hf.rows())
+            result = file_trim(_plan(rows, index_turns(rows, crumb_present=crumb), limits))
     except ValueError:
         raise file_crumb_error(source, hf) from None
     outcome = _Outcome(
@@ -305,7 +317,9 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
 
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
-    custom = _policy(args) != SPEC  # the file columns are priced with the spec's constants
+    # The file's columns are priced with the spec's constants: another policy takes the
+    # session reader, but for an Anthropic body, which only the file reader reads.
+    custom = _policy(args) != SPEC and (args.format or sniff(data)) != "anthropic"
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
