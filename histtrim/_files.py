@@ -15,16 +15,25 @@ import os
 import stat
 import tempfile
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 DocumentFormat = Literal["toml", "json"]
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview]) -> None:
     """Replace `path` with `data` in one step; an existing file keeps its permissions and,
     when the writer may set them, its owner and group; a new one gets the usual permissions
-    (0o666 less the umask). A target that is not a regular file is written in place."""
+    (0o666 less the umask). A target that is not a regular file is written in place.
+
+    `data` may be chunks, written to the temporary file as they come (never joined): an
+    error while they are made leaves the target as it was. A target that is not a regular
+    file gets them joined first, so it is written only once they are all made."""
+    if not isinstance(data, bytes):
+        chunks: Iterable[bytes | memoryview] = data
+    else:
+        chunks = (data,)
     try:
         existing: os.stat_result | None = os.stat(path)  # follows symlinks (a loop: ELOOP)
     except FileNotFoundError:
@@ -32,8 +41,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     if existing is not None and stat.S_ISDIR(existing.st_mode):
         raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
     if existing is not None and not stat.S_ISREG(existing.st_mode):
+        whole = data if isinstance(data, bytes) else b"".join(chunks)  # all made first
         with open(path, "wb") as file:  # a device or a pipe: replacing it would destroy it
-            file.write(data)
+            file.write(whole)
         return
     target = Path(os.path.realpath(path))
     if existing is None:
@@ -45,7 +55,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
-            file.write(data)
+            for chunk in chunks:
+                file.write(chunk)
             file.flush()
             os.fsync(file.fileno())
         if existing is not None:

@@ -5,6 +5,7 @@ each `tool_use` with its `tool_result` (TURN-4, PAIR-1)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -443,3 +444,42 @@ def test_issue_32_a_body_of_a_message_a_line_is_read_in_memory_near_its_size() -
         tracemalloc.stop()
     assert (hf.format, hf.layout, len(hf)) == ("anthropic", "body", 9001)
     assert peak / len(data) < 3
+
+
+def test_issue_32_a_trimmed_body_is_written_a_chunk_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: `histtrim trim -o` of a body held its indented output (more than the input's
+    size) as chunks and then joined, beside the input: 4.8x the file at 1M messages. The
+    chunks now go to the file as they are made; the output is the one `write_history` makes."""
+    import tracemalloc
+
+    import histtrim.adapters.rewrite as rewrite
+    from histtrim.adapters.formats import read_history
+    from histtrim.cli import main
+
+    messages: list[dict[str, Any]] = []
+    for k in range(6000):
+        messages.append({"role": "user", "content": f"question {k} about the build"})
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{k}", "name": "grep", "input": {"q": "k"}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"t{k}", "content": "found it"}]})
+        messages.append({"role": "assistant", "content": "the answer is here"})
+    data = one_message_a_line({"system": "s", "messages": messages})
+    source, out = tmp_path / "body.json", tmp_path / "out.json"
+    source.write_bytes(data)
+    budget = len(data) // 5  # about 95% of the estimate: most of the body is written
+    monkeypatch.setattr(rewrite, "_CHUNK", 256)  # a chunk's objects small beside the file
+    tracemalloc.start()
+    try:
+        main(["trim", str(source), "--budget", str(budget), "-o", str(out)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "576 messages dropped" in capsys.readouterr().err
+    hf = read_history(data)
+    expected = rewrite.write_history(hf, rewrite.trim_history(hf, budget_tokens=budget))
+    assert out.read_bytes() == expected
+    assert len(expected) > 1.5 * len(data)  # indented: larger than the input
+    assert peak / len(data) < 3.5  # was 6.7: the chunks, then their join

@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,52 @@ def test_cli_says_cannot_write_for_a_symlink_loop(
     code = main(["trim", str(session), "--max-turns", "5", "-o", str(loop)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "cannot write" in err, err
+
+
+def test_chunks_are_written_as_they_come_and_a_failure_between_them_keeps_the_original(
+    tmp_path: Path,
+) -> None:
+    """Issue 32: output given as chunks goes into the temporary file one at a time (a
+    re-written body is never held whole); the target changes only after the last, and an
+    error while they are made leaves it as it was, with no temporary behind."""
+    target = tmp_path / "session.json"
+    target.write_bytes(b"original")
+    seen: list[bytes] = []
+
+    def pieces() -> Iterator[bytes | memoryview]:
+        for piece in (b"[1,", memoryview(b" 2]\n")):
+            yield piece
+            seen.append(target.read_bytes())
+
+    write_atomically(target, pieces())
+    assert target.read_bytes() == b"[1, 2]\n"
+    assert seen == [b"original", b"original"]
+
+    def failing() -> Iterator[bytes]:
+        yield b"[1"
+        raise ValueError("the second chunk cannot be made")
+
+    with pytest.raises(ValueError, match="second chunk"):
+        write_atomically(target, failing())
+    assert target.read_bytes() == b"[1, 2]\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["session.json"]
+
+
+def test_chunks_for_a_fifo_are_all_made_before_it_is_written(tmp_path: Path) -> None:
+    """Issue 32: a target that is not a regular file cannot be put back, so its chunks are
+    joined first: one that fails to be made writes nothing there."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    thread = _reader(fifo, got)
+    write_atomically(fifo, iter([b"[1", memoryview(b"]\n")]))
+    thread.join(10)
+    assert got == [b"[1]\n"]
+
+    def failing() -> Iterator[bytes]:
+        yield b"[1"
+        raise ValueError("cannot be made")
+
+    with pytest.raises(ValueError, match="cannot be made"):
+        write_atomically(fifo, failing())  # no reader: opening the FIFO would block
+    assert stat.S_ISFIFO(fifo.stat().st_mode)

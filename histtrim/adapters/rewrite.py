@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from itertools import accumulate, chain, islice
 from operator import sub
 from typing import Any
 
@@ -111,22 +112,36 @@ def file_trim(plan: VisibleTrim) -> FileTrim:
 def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
     """The file in its own format and layout, with only the rows `trim` keeps (and its
     breadcrumb). Untrimmed, it is the input's bytes; JSON Lines and arrays keep each kept
-    record's bytes."""
+    record's bytes. `write_history_chunks` makes the same bytes a piece at a time."""
+    return b"".join(write_history_chunks(hf, trim))
+
+
+def write_history_chunks(
+    hf: HistoryFile, trim: FileTrim | None = None
+) -> Iterator[bytes | memoryview]:
+    """`write_history`'s bytes as pieces made one after another, to be written as they come
+    (`_files.write_atomically` takes them): a re-written request body is never held whole
+    beside its input. Pieces may be views of the input (`hf.data`)."""
     bom = _BOM if hf.bom else b""
     if trim is None or not trim.trimmed:
-        return bom + hf.data
+        yield from (bom, hf.data) if bom else (hf.data,)
+        return
     rec = hf.system_rows
     crumb = breadcrumb_record(hf.format) if trim.crumb_inserted else None
     head = range(trim.body_start - rec)
     tail = range(trim.cut - rec, hf.records)
     if hf.layout == "jsonl":
-        return bom + _jsonl(hf, head, crumb, tail)
+        yield from (bom, *_jsonl(hf, head, crumb, tail)) if bom else _jsonl(hf, head, crumb, tail)
+        return
     if hf.layout == "array":
-        return bom + _array(hf, head, crumb, tail)
-    if hf.body is not None and hf.spans:
-        pretty = _pretty_body(hf, head, crumb, tail)
-        if pretty is not None:
-            return bom + pretty
+        yield from (bom, *_array(hf, head, crumb, tail)) if bom else _array(hf, head, crumb, tail)
+        return
+    ends = _body_ends(hf) if hf.body is not None and hf.spans else None
+    if ends is not None:
+        if bom:
+            yield bom
+        yield from _pretty_body(hf, ends, head, crumb, tail)
+        return
     records: list[Any] = [hf.record(i) for i in head]
     if crumb is not None:
         records.append(crumb)
@@ -138,7 +153,7 @@ def write_history(hf: HistoryFile, trim: FileTrim | None = None) -> bytes:
         out = json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
         out = json.dumps(document, indent=2).encode("ascii")
-    return bom + out + b"\n"
+    yield bom + out + b"\n"
 
 
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
@@ -158,54 +173,80 @@ _CHUNK = 4096
 _MESSAGES = "\x00messages\x00"
 
 
-def _pretty_body(
-    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
-) -> bytes | None:
-    """`json.dumps({**body, "messages": records}, indent=2, ensure_ascii=False)` made with
-    pydantic-core's writer, which writes the same text for strings, integers, booleans,
-    null, lists and objects: the records are parsed again from their spans and written a
-    chunk at a time (indented one level deeper), any chunk whose input holds a float or a
-    constant by `json.dumps`. None when a value cannot be written so (the caller's
-    `json.dumps` then decides)."""
+def _body_ends(hf: HistoryFile) -> tuple[bytes, bytes] | None:
+    """The text of `json.dumps({**body, "messages": ...}, indent=2, ensure_ascii=False)`
+    before and after the messages; None when the body cannot be written so (the caller's
+    whole-document `json.dumps` then decides)."""
     assert hf.body is not None
     try:
         skeleton = json.dumps({**hf.body, "messages": _MESSAGES}, indent=2, ensure_ascii=False)
         parts = skeleton.split(json.dumps(_MESSAGES))
         if len(parts) != 2:
             return None
-        chunks: list[bytes] = []
-        if head:
-            chunks.extend(_pretty_items(hf, head))
-        if crumb is not None:
-            chunks.append(b"    " + json.dumps(crumb, indent=2).replace("\n", "\n    ").encode())
-        if tail:
-            chunks.extend(_pretty_items(hf, tail))
-        opening, closing = parts[0].encode("utf-8"), parts[1].encode("utf-8")
-    except (ValueError, UnicodeEncodeError, PydanticSerializationError):
+        return parts[0].encode("utf-8"), parts[1].encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
         return None
-    messages = [b"[\n", b",\n".join(chunks), b"\n  ]"] if chunks else [b"[]"]
-    return b"".join([opening, *messages, closing, b"\n"])
 
 
-def _pretty_items(hf: HistoryFile, records: range) -> list[bytes]:
-    """Records `records` as `json.dumps(..., indent=2)` writes them as items of the body's
-    `messages` (4 spaces in, each nested level 2 more), in chunks of `_CHUNK` records."""
-    data, spans, out = hf.data, hf.spans, []
+def _pretty_body(
+    hf: HistoryFile,
+    ends: tuple[bytes, bytes],
+    head: range,
+    crumb: dict[str, Any] | None,
+    tail: range,
+) -> Iterator[bytes]:
+    """`json.dumps({**body, "messages": records}, indent=2, ensure_ascii=False)` a piece at
+    a time: the body's `ends` around the records, which are parsed again from their spans
+    and written a chunk at a time (`_pretty_items`)."""
+    opening, closing = ends
+    yield opening
+    if not head and crumb is None and not tail:
+        yield b"[]"
+    else:
+        items: Iterator[bytes] = _pretty_items(hf, head)
+        if crumb is not None:
+            text = json.dumps(crumb, indent=2).replace("\n", "\n    ")
+            items = chain(items, [b"    " + text.encode()])
+        items = chain(items, _pretty_items(hf, tail))
+        yield b"[\n"
+        for k, item in enumerate(items):
+            if k:
+                yield b",\n"
+            yield item
+        yield b"\n  ]"
+    yield closing + b"\n"
+
+
+def _pretty_items(hf: HistoryFile, records: range) -> Iterator[bytes]:
+    """Records `records` as `json.dumps(..., indent=2, ensure_ascii=False)` writes them as
+    items of the body's `messages` (4 spaces in, each nested level 2 more), in chunks of
+    `_CHUNK` records: pydantic-core's writer (the same text for strings, integers, booleans,
+    null, lists and objects), `json.dumps` for a chunk whose input holds a float or a
+    constant or that pydantic-core cannot write."""
+    data, spans = hf.data, hf.spans
     for first in range(records.start, records.stop, _CHUNK):
         last = min(first + _CHUNK, records.stop)
         # the records and the separators between them, as the input wrote them
         region = data[spans[2 * first] : spans[2 * last - 1]]
-        chunk = from_json(b"[" + region + b"]")
+        try:
+            chunk = from_json(b"[" + region + b"]")
+        except ValueError:  # read once already; the record's own parse names the problem
+            chunk = [hf.record(i) for i in range(first, last)]
+        text: bytes | None = None
         if _plain_numbers(region):
-            text = to_json(chunk, indent=2)
-        else:
+            try:
+                text = to_json(chunk, indent=2)
+            except PydanticSerializationError:
+                text = None
+        if text is None:
             text = json.dumps(chunk, indent=2, ensure_ascii=False).encode("utf-8")
         # "[\n  A,\n  B\n]" -> "    A,\n    B"
-        out.append(b"  " + text[2:-2].replace(b"\n", b"\n  "))
-    return out
+        yield b"  " + text[2:-2].replace(b"\n", b"\n  ")
 
 
-def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
+def _array(
+    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
+) -> list[bytes | memoryview]:
     """The kept records as their own bytes, in the input's layout: its opening, the
     separator between its first two records, its closing (one object per line stays one
     object per line, an indented array stays indented). Nothing is parsed again, so the
@@ -224,7 +265,7 @@ def _array(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: ran
     for k, piece in enumerate(pieces):
         parts += (separator, piece) if k else (piece,)
     parts.append(data[spans[-1] :])
-    return b"".join(parts)
+    return parts
 
 
 def _like_records(hf: HistoryFile, record: dict[str, Any]) -> bytes:
@@ -241,7 +282,9 @@ def _like_records(hf: HistoryFile, record: dict[str, Any]) -> bytes:
     return text.replace("\n", newline.decode("ascii") + " " * column).encode("utf-8")
 
 
-def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range) -> bytes:
+def _jsonl(
+    hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: range
+) -> list[bytes | memoryview]:
     data, spans = hf.data, hf.spans
     view = memoryview(data)  # the kept lines are joined once, never copied on the way
     newline = line_ending(data)
@@ -253,7 +296,7 @@ def _jsonl(hf: HistoryFile, head: range, crumb: dict[str, Any] | None, tail: ran
     if tail:
         end = view[spans[2 * tail[-1] + 1] :]
         parts += (view[spans[2 * tail[0]] : spans[2 * tail[-1] + 1]], end if end else newline)
-    return b"".join(parts)
+    return parts
 
 
 def line_ending(data: bytes) -> bytes:

@@ -2,11 +2,14 @@
 is written, and a file is replaced atomically (a temporary file in the same folder, flushed
 and fsynced, then `os.replace`); on any failure the original is untouched and the temporary
 removed. None or `-` is stdout; a target that is not a regular file (`/dev/null`, a FIFO,
-`/dev/stdout` into a pipe) is written to, never replaced."""
+`/dev/stdout` into a pipe) is written to, never replaced. Output given as chunks goes into
+the temporary file as they are made (never joined, so never held whole): the target still
+changes only once the last is written; stdout and other targets get them joined first."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from histtrim._files import write_atomically
@@ -15,9 +18,12 @@ from histtrim.cli.jsontext import STDIN
 from histtrim.display.tables import escape_controls
 
 
-def emit(output: str | None, data: bytes) -> None:
-    """Write `data` (already serialized and validated) to `output`, or to stdout."""
+def emit(output: str | None, data: bytes | Iterable[bytes | memoryview]) -> None:
+    """Write `data` (already validated; bytes, or chunks made as they are written) to
+    `output`, or to stdout."""
     if output is None or output == STDIN:
+        if not isinstance(data, bytes):
+            data = b"".join(data)  # all made before the first byte goes out
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is None:  # a text-only stream (a notebook kernel's)
             sys.stdout.write(data.decode("utf-8"))

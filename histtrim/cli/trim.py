@@ -7,7 +7,7 @@ planned on that one `TurnIndex` (and its row costs), in the runtime's order."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from histtrim.adapters.rewrite import (
     FileTrim,
     file_trim,
     trim_history,
-    write_history,
+    write_history_chunks,
 )
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
 from histtrim.cli.configs import load_config
@@ -251,10 +251,11 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
 
 
 def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tuple[
-    _Outcome, bytes
+    _Outcome, Iterator[bytes | memoryview]
 ]:
     """A row file on its columns (`adapters.rewrite`): the same cut as `_trim_rows`, written
-    back in the file's own format (kept JSON Lines as their own bytes)."""
+    back in the file's own format (kept JSON Lines as their own bytes) as pieces made while
+    they are written (a re-written body is never held whole beside its input)."""
     try:
         if limits.policy == SPEC:  # the spec's prices are the file's own columns
             result = trim_history(
@@ -270,7 +271,7 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         events=result.events, crumb_tokens=result.crumb_tokens,
     )
     outcome.warnings = file_pairing_warnings(hf, result)
-    return outcome, write_history(hf, result)
+    return outcome, write_history_chunks(hf, result)
 
 
 _WARNINGS_SHOWN = 5
@@ -317,13 +318,14 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
 
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
+    output: bytes | Iterator[bytes | memoryview] = data
     # The file's columns are priced with the spec's constants: another policy takes the
     # session reader, but for an Anthropic body, which only the file reader reads.
     custom = _policy(args) != SPEC and (args.format or sniff(data)) != "anthropic"
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
-        outcome, data = _trim_file(source, hf, limits, args.crumb_present)
+        outcome, output = _trim_file(source, hf, limits, args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = _limits(args)
@@ -332,9 +334,10 @@ def cmd_trim(args: argparse.Namespace) -> int:
         else:
             outcome = _trim_structured(session, limits, args.crumb_present)
         if outcome.records is not None:
-            data = render(session, outcome.records)
-    # Everything is validated and serialized before the first byte is written.
-    emit(args.output, data)
+            output = render(session, outcome.records)
+    # Everything is validated before the first byte is written; a file's pieces are made as
+    # they go into its temporary copy (the target changes only once they all are).
+    emit(args.output, output)
     for event in outcome.events:
         say(event.to_json(), err=True)
     say(summary(source, outcome, limits), err=True)
