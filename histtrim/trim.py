@@ -6,6 +6,7 @@ exactly the input, and the input is never mutated."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -97,11 +98,24 @@ def _cut(rows: Sequence[M], index: TurnIndex, first_kept: int) -> tuple[list[M],
     return [*rows[:body], *rows[cut:]], list(rows[body:cut])
 
 
+def prefix_sums(costs: Sequence[int]) -> Sequence[int]:
+    """0 and the running totals of `costs`: 8 bytes a row in an `array('q')` (a list of a
+    million large ints is 40 MB), a list when a total is past 64 bits or not an int."""
+    try:
+        return array("q", accumulate(costs, initial=0))
+    except (OverflowError, TypeError):
+        return list(accumulate(costs, initial=0))
+
+
 def first_turn_within(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
     """The oldest turn of the longest suffix of whole turns that fits the budget, and the
     kept size; the newest turn is always kept. One pass of prefix sums, then a binary
     search over the turns (the kept size only shrinks as the first kept turn moves on)."""
-    sums = list(accumulate(costs, initial=0))
+    return turn_within_sums(index, prefix_sums(costs), budget)
+
+
+def turn_within_sums(index: TurnIndex, sums: Sequence[int], budget: int) -> tuple[int, int]:
+    """`first_turn_within` on the rows' `prefix_sums` (a caller that has them already)."""
     fixed, total = sums[index.body_start], sums[-1]
     first, last = 0, index.turn_count - 1
     while first < last:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import accumulate
 from typing import TypeVar
 
 from histtrim._checks import non_negative
@@ -24,9 +23,10 @@ from histtrim.messages import ChatMessage, ConversationMessage
 from histtrim.policy import low_water_tokens, low_water_turns
 from histtrim.trim import (
     breadcrumb_message,
-    first_turn_within,
     insert_breadcrumb,
+    prefix_sums,
     trim_conversation_to_recent_turns,
+    turn_within_sums,
 )
 from histtrim.turns import TurnIndex, index_turns
 
@@ -104,7 +104,7 @@ def plan_visible_trim(
     low-water mark applied when it is not 1; `counter` names the prices' counter."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     target = None if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
-    sums = list(accumulate(costs, initial=0))
+    sums = prefix_sums(costs)
     turns, body = index.turn_count, index.body_start
     insert = breadcrumb and index.crumb is None
     first, added, crumb = 0, False, None
@@ -143,7 +143,7 @@ def plan_visible_trim(
         drop(turns - kept, TrimReason.TURN_LIMIT, in_force, turn_target)
     if target and size(first) > target and turns - first > 1:
         fit = low_water_tokens(target, token_target)
-        fits, _ = first_turn_within(index, costs, fit - crumb_price())  # it is sent too
+        fits, _ = turn_within_sums(index, sums, fit - crumb_price())  # it is sent too
         drop(max(fits, first), TrimReason.TOKEN_BUDGET, fit, token_target)
     crumb_tokens = crumb_price() if added else 0 if index.crumb is None else costs[index.crumb]
     return VisibleTrim(

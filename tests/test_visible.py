@@ -189,3 +189,34 @@ def test_the_integrations_price_through_one_pricing_value() -> None:
     assert counted.estimate(rows) == counted.pricing.total(rows) == Pricing(
         counted.policy, counted.token_counter
     ).total(rows)
+
+
+def test_issue_32_a_plan_keeps_its_prefix_sums_at_8_bytes_a_row() -> None:
+    """Issue 32: a 1M-row trim built two lists of prefix sums (`plan_visible_trim`'s and
+    `first_turn_within`'s), about 40 MB each; one `array('q')` is made and searched."""
+    import tracemalloc
+
+    from histtrim.turns import TurnIndex
+
+    rows = 200_000
+    costs = [300 + k % 7 for k in range(rows)]  # totals past the small-int cache
+    index = TurnIndex(rows, 1, None, tuple(range(1, rows, 2)), [])
+    tracemalloc.start()
+    try:
+        plan = plan_visible_trim(index, costs, budget_tokens=sum(costs) // 2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert plan.tokens_after <= sum(costs) // 2 < plan.tokens_after + 2 * 306
+    assert peak / rows < 16  # was about 80 bytes a row
+
+
+def test_prefix_sums_past_64_bits_or_not_ints_are_summed_as_before() -> None:
+    """`prefix_sums` falls back to a list when an array of 64-bit ints cannot hold them."""
+    from histtrim.trim import first_turn_within, prefix_sums
+    from histtrim.turns import TurnIndex
+
+    assert list(prefix_sums([2**62, 2**62, 1])) == [0, 2**62, 2**63, 2**63 + 1]
+    assert list(prefix_sums([0.5, 1])) == [0, 0.5, 1.5]  # type: ignore[list-item]
+    index = TurnIndex(3, 0, None, (0, 1, 2), [])
+    assert first_turn_within(index, [2**62, 2**62, 1], 2**62 + 1) == (1, 2**62 + 1)
