@@ -154,16 +154,23 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
         data = data[len(_BOM) :]
     start = _NON_SPACE.search(data)
     first = data[start.start() : start.start() + 1] if start else b""
-    # an array of one record a line is split at its lines; anything else (or a record the
-    # line split cut) is scanned element by element, and read whole when that fails too
-    for find_spans in (_line_elements, array_spans) if first == b"[" else ():
-        elements = find_spans(data)
-        if elements is not None:
-            try:
-                chosen = format or _detect_lines(data, elements)
-                return _priced(chosen, "array", data, elements, None, None, bom)
-            except FormatError:
-                pass  # the whole-document parse below names the problem as it always has
+    # an array of one record a line is split at its lines as they are priced; anything else
+    # (or a record the line split cut) is scanned element by element, and read whole when
+    # that fails too
+    opening = _OPENING_LINE.match(data) if first == b"[" else None
+    if opening is not None:
+        try:
+            chosen = format or _detect_lines(data, None, commas=True)
+            return _priced(chosen, "array", data, array("q"), None, None, bom, opening.end())
+        except FormatError:
+            pass  # not one record a line, or a bad record: the element scan decides
+    elements = array_spans(data) if first == b"[" else None
+    if elements is not None:
+        try:
+            chosen = format or _detect_lines(data, elements)
+            return _priced(chosen, "array", data, elements, None, None, bom)
+        except FormatError:
+            pass  # the whole-document parse below names the problem as it always has
     body_found = _body_elements(data) if first == b"{" and _is_body(data) else None
     if body_found is not None:
         head, elements = body_found
@@ -248,42 +255,49 @@ _OPENING_LINE = re.compile(rb"[ \t\r\n]*\[[ \t\r]*\n")
 _SPACE = frozenset(b" \t\r")
 
 
-def _line_elements(data: bytes) -> array[int] | None:
-    """A JSON array written one element a line (`[`, each element and its comma, `]`, each
-    on its own line) as the elements' (start, end) byte offsets, found without parsing;
-    None for any other text. What the lines hold is checked when each is parsed: a line
-    that is not one JSON value makes the caller fall back to `array_spans`."""
-    opening = _OPENING_LINE.match(data)
-    if opening is None:
-        return None
-    spans: array[int] = array("q")
-    start, size, find, space = opening.end(), len(data), data.find, _SPACE
+def _line_records(hf: HistoryFile, start: int) -> Iterator[Any]:
+    """The records of a JSON array written one element a line (`[`, each element and its
+    comma, `]`, each on its own line; `start` is just past the `[` line), parsed a line at a
+    time as JSON Lines are, their (start, end) offsets added to `hf.spans` on the way. Any
+    other text is a `FormatError` (the caller then scans the array element by element)."""
+    data, spans = hf.data, hf.spans
+    size, find, space, add = len(data), data.find, _SPACE, spans.append
     more = True  # the last element had its comma
     while start < size:
         end = find(b"\n", start)
         end = size if end < 0 else end
         a, b = start, end
-        while a < b and data[a] in space:
-            a += 1
-        while b > a and data[b - 1] in space:
-            b -= 1
         start = end + 1
-        if a == b:
-            continue
-        if b - a == 1 and data[a] == 0x5D:  # `]`
-            if more or _NON_SPACE.search(data, start) is not None:
-                return None
-            return spans if spans else None
-        if not more:
-            return None
-        more = data[b - 1] == 0x2C  # `,`
-        if more:
+        if more and b - a > 1 and data[b - 1] == 0x2C and data[a] not in space and (
+            data[b - 2] not in space
+        ):  # the usual line: `record,`
             b -= 1
+        else:
+            while a < b and data[a] in space:
+                a += 1
             while b > a and data[b - 1] in space:
                 b -= 1
-        spans.append(a)
-        spans.append(b)
-    return None
+            if a == b:
+                continue
+            if b - a == 1 and data[a] == 0x5D:  # `]`
+                if more or not spans or _NON_SPACE.search(data, start) is not None:
+                    break
+                return
+            if not more:
+                break
+            more = data[b - 1] == 0x2C  # `,`
+            if more:
+                b -= 1
+                while b > a and data[b - 1] in space:
+                    b -= 1
+        add(a)
+        add(b)
+        try:
+            record = from_json(data[a:b])
+        except ValueError:
+            record = _loads(data[a:b], None)  # a FormatError unless the strict parse reads it
+        yield record
+    raise FormatError("not a JSON array of one element a line")
 
 
 _MESSAGES_OPEN = re.compile(rb'"messages"[ \t\r\n]*:[ \t\r\n]*\[[ \t\r]*\n')
@@ -378,9 +392,10 @@ def without_messages(document: Mapping[str, Any]) -> str:
     )
 
 
-def _detect_lines(data: bytes, spans: array[int] | None) -> Format:
-    """`detect_format` for JSON Lines (`spans` None: each line a record) and arrays (records
-    at `spans`), parsing only the records a byte search points at."""
+def _detect_lines(data: bytes, spans: array[int] | None, commas: bool = False) -> Format:
+    """`detect_format` for JSON Lines (`spans` None: each line a record; with `commas`, a
+    line without its spaces and its comma, as an array of one record a line writes it) and
+    arrays (records at `spans`), parsing only the records a byte search points at."""
     starts = spans[0::2] if spans is not None else None
     for needles, fmt in _HINTS:
         for needle in needles:
@@ -395,8 +410,11 @@ def _detect_lines(data: bytes, spans: array[int] | None) -> Format:
                         at = data.find(needle, at + 1)
                         continue
                     start, end = spans[2 * k], spans[2 * k + 1]
+                text = data[start:end]
+                if commas:
+                    text = text.strip(b" \t\r").removesuffix(b",").rstrip(b" \t\r")
                 try:
-                    record = _loads(data[start:end], None)
+                    record = _loads(text, None)
                 except FormatError:
                     record = None  # reported with its line by the pricing pass
                 if isinstance(record, Mapping) and _record_format(record) == fmt:
@@ -451,8 +469,10 @@ def _priced(
     parsed: list[Any] | None,
     body: dict[str, Any] | None,
     bom: bool,
+    lines_from: int | None = None,
 ) -> HistoryFile:
-    """One pass over the records: the columns, then the prices that depend on the turn.
+    """One pass over the records: the columns, then the prices that depend on the turn (an
+    array of one record a line, past offset `lines_from`, is split as it is read).
 
     Each row's facts (`messages.row_facts`) are worked out inline from its role and text,
     so a row costs its parse and a few string tests; the rare rows that need more (image
@@ -469,7 +489,7 @@ def _priced(
     prefix = True
     sketch = row_sketch
     add_open, add_cost = opens.append, costs.append
-    records: Iterator[Any] = _records(hf)
+    records = _records(hf) if lines_from is None else _line_records(hf, lines_from)
     if system_rows:
         records = chain([_SYSTEM_ROW], records)
     for i, record in enumerate(records):
