@@ -272,3 +272,25 @@ def test_pair_1_an_anthropic_body_pairs_tool_use_with_the_next_messages_results(
         "histtrim: warning: row 7: a result not right after the assistant row that issued its "
         "id (tool_call_id='t2')",
     ]
+
+
+def test_issue_32_an_array_with_a_huge_exponent_stays_on_the_fast_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: an array is written back as its records' own bytes, so a number past a
+    double's range (`1e400`) needs no strict reader (it cost every array a pass over the
+    text with its digits replaced); the number is written back as it was."""
+    from histtrim.cli.rowfiles import read_rows
+
+    lines = ['{"role": "system", "content": "s"}', '{"role": "user", "content": "a"}',
+             '{"role": "assistant", "content": "b", "score": 1e400}',
+             '{"role": "user", "content": "c"}', '{"role": "assistant", "content": "d"}']
+    data = ("[\n" + ",\n".join(lines) + "\n]\n").encode()
+    hf = read_rows("h.json", data, None)
+    assert hf is not None and (hf.format, hf.layout) == ("openai", "array")
+    source, out = tmp_path / "h.json", tmp_path / "out.json"
+    source.write_bytes(data)
+    assert main(["trim", str(source), "--max-turns", "1", "-o", str(out)]) == 0
+    kept = [lines[0], json.dumps({"role": "user", "content": BREADCRUMB}), *lines[3:]]
+    assert out.read_bytes() == ("[\n" + ",\n".join(kept) + "\n]\n").encode()
+    assert "1 turn" in capsys.readouterr().err

@@ -21,7 +21,7 @@ _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 _TEXT = re.compile(rb"[^ \t\r\n]")
 _HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
 """A number maybe past a double's range: `read_session` writes it back as written, the fast
-reader would write a re-serialized array or body with `Infinity`."""
+reader would write a re-serialized body (or array read whole) with `Infinity`."""
 
 
 def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | None:
@@ -41,8 +41,9 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
         raise InputError(
             source, error.problem, line=_line(data, error), field=error.field
         ) from None
-    # JSON Lines keep their own bytes; arrays and bodies are written again
-    if hf.layout != "jsonl" and _digit_before_e(hf.data) and _HUGE_EXPONENT.search(hf.data):
+    # JSON Lines and arrays split into records keep their own bytes; bodies are written again
+    again = hf.layout == "body" or not hf.spans
+    if again and _digit_before_e(hf.data) and _HUGE_EXPONENT.search(hf.data):
         if hf.format != "anthropic":
             return None
         _check_strictly(source, data)
