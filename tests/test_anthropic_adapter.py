@@ -483,3 +483,25 @@ def test_issue_32_a_trimmed_body_is_written_a_chunk_at_a_time(
     assert out.read_bytes() == expected
     assert len(expected) > 1.5 * len(data)  # indented: larger than the input
     assert peak / len(data) < 3.5  # was 6.7: the chunks, then their join
+
+
+def test_issue_32_number_marks_tell_the_records_floats_from_the_bodys() -> None:
+    """Issue 32: one pass finds the marks of floats and constants, in the whole text (the
+    CLI's huge-exponent guard) and within the records (the body writer tests each chunk only
+    when a record may hold one); a float among the records is still written as `json.dumps`
+    writes it."""
+    from histtrim.adapters.formats import read_history
+    from histtrim.adapters.rewrite import trim_history, write_history
+
+    messages: list[dict[str, Any]] = []
+    for k in range(4):
+        messages += [{"role": "user", "content": f"q{k}"}, {"role": "assistant", "content": "a"}]
+    body = {"system": "s", "temperature": 0.5, "max_tokens": 10, "messages": messages}
+    hf = read_history(one_message_a_line(body))
+    assert hf.number_marks == (frozenset({b"0."}), frozenset())
+    messages[-2] = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "x", "content": "r", "score": 1e300}]}
+    hf = read_history(one_message_a_line(body))
+    assert hf.number_marks == (frozenset({b"0.", b"0e"}), frozenset({b"0e"}))
+    out = write_history(hf, trim_history(hf, max_turns=1))
+    assert b'"score": 1e+300' in out and json.loads(out)["temperature"] == 0.5

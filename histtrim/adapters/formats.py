@@ -15,6 +15,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import chain, compress, islice
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ from histtrim.pairing import PairingErrors, PairingScan
 Layout = Literal["jsonl", "array", "body"]
 FORMATS: tuple[Format, ...] = ("histtrim", "openai", "anthropic")
 _BOM = b"\xef\xbb\xbf"
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
 _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 _AT = re.compile(r" at line (\d+) column (\d+)$")
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
@@ -114,6 +116,24 @@ class HistoryFile:
     def starts(self) -> list[int]:
         """The rows that open a turn, oldest first."""
         return list(compress(range(len(self.opens)), self.opens))
+
+    @cached_property
+    def number_marks(self) -> tuple[frozenset[bytes], frozenset[bytes]]:
+        """Marks of numbers that are not plain integers, anywhere in `data` and within its
+        records (first record's start to last one's end): `0.`, `0e`, `0E` in the text with
+        its digits made `0` (conservative: a string's `v1.5` counts), `Infinity`, `NaN`. One
+        pass over one copy, shared by the CLI's huge-exponent guard and the body writer."""
+        data, digits = self.data, self.data.translate(_ZEROS)
+        low, high = (self.spans[0], self.spans[-1]) if self.spans else (0, len(data))
+        anywhere: set[bytes] = set()
+        within: set[bytes] = set()
+        for text, marks in ((digits, (b"0.", b"0e", b"0E")), (data, (b"Infinity", b"NaN"))):
+            for mark in marks:
+                if text.find(mark) >= 0:
+                    anywhere.add(mark)
+                    if text.find(mark, low, high) >= 0:
+                        within.add(mark)
+        return frozenset(anywhere), frozenset(within)
 
 
 def detect_format(document: Any) -> Format:

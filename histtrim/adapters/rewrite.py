@@ -170,6 +170,7 @@ def _plain_numbers(text: bytes) -> bool:
 
 
 _CHUNK = 4096
+_WRAPPED_OPEN, _WRAPPED_CLOSE = b'{\n  "m": [\n', b"\n  ]\n}"
 _MESSAGES = "\x00messages\x00"
 
 
@@ -224,6 +225,7 @@ def _pretty_items(hf: HistoryFile, records: range) -> Iterator[bytes]:
     null, lists and objects), `json.dumps` for a chunk whose input holds a float or a
     constant or that pydantic-core cannot write."""
     data, spans = hf.data, hf.spans
+    plain = not hf.number_marks[1]  # no record holds a float or a constant: skip the tests
     for first in range(records.start, records.stop, _CHUNK):
         last = min(first + _CHUNK, records.stop)
         # the records and the separators between them, as the input wrote them
@@ -232,14 +234,14 @@ def _pretty_items(hf: HistoryFile, records: range) -> Iterator[bytes]:
             chunk = from_json(b"[" + region + b"]")
         except ValueError:  # read once already; the record's own parse names the problem
             chunk = [hf.record(i) for i in range(first, last)]
-        text: bytes | None = None
-        if _plain_numbers(region):
-            try:
-                text = to_json(chunk, indent=2)
+        if plain or _plain_numbers(region):
+            try:  # the items one level deeper: {"m": [...]} puts them 4 spaces in
+                text = to_json({"m": chunk}, indent=2)
+                yield text[len(_WRAPPED_OPEN) : -len(_WRAPPED_CLOSE)]
+                continue
             except PydanticSerializationError:
-                text = None
-        if text is None:
-            text = json.dumps(chunk, indent=2, ensure_ascii=False).encode("utf-8")
+                pass
+        text = json.dumps(chunk, indent=2, ensure_ascii=False).encode("utf-8")
         # "[\n  A,\n  B\n]" -> "    A,\n    B"
         yield b"  " + text[2:-2].replace(b"\n", b"\n  ")
 
