@@ -342,11 +342,17 @@ def _body_elements(data: bytes) -> tuple[dict[str, Any], array[int]] | None:
         end = find(b"\n", start)
         end = size if end < 0 else end
         a, b = start, end
+        start = end + 1
+        if more and b - a > 1 and data[b - 1] == 0x2C and data[a] not in space and (
+            data[b - 2] not in space and data[a] != 0x5D
+        ):  # the usual line: `message,` (no space to strip, not `]`)
+            spans.append(a)
+            spans.append(b - 1)
+            continue
         while a < b and data[a] in space:
             a += 1
         while b > a and data[b - 1] in space:
             b -= 1
-        start = end + 1
         if a == b:
             continue
         if data[a] == 0x5D:  # `]`
@@ -587,10 +593,14 @@ def _records(hf: HistoryFile) -> Iterator[Any]:
         return
     if hf.layout != "jsonl":
         for index in range(len(spans) // 2):
+            text = data[spans[2 * index] : spans[2 * index + 1]]
             try:
-                record = _loads(data[spans[2 * index] : spans[2 * index + 1]], None)
-            except FormatError as error:
-                raise _at_record(hf, index, error) from None
+                record = from_json(text)
+            except ValueError:
+                try:
+                    record = _loads(text, None)
+                except FormatError as error:
+                    raise _at_record(hf, index, error) from None
             yield record
         return
     start, size, find = 0, len(data), data.find
