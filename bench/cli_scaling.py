@@ -153,13 +153,16 @@ def task_json(path: str) -> None:
 
 
 def task_library_trim(path: str, out: str) -> None:
-    """The library's file trim (`read_history`, `trim_history`, `write_history`)."""
+    """The library's file trim (`read_history`, `trim_history`, `write_history_chunks`,
+    each piece written as it is made)."""
     from histtrim.adapters.formats import read_history
-    from histtrim.adapters.rewrite import trim_history, write_history
+    from histtrim.adapters.rewrite import trim_history, write_history_chunks
 
     history = read_history(Path(path).read_bytes())
     result = trim_history(history, budget_tokens=sum(history.costs) // 2)
-    Path(out).write_bytes(write_history(history, result))
+    with open(out, "wb") as file:
+        for piece in write_history_chunks(history, result):
+            file.write(piece)
 
 
 TASKS = {"json": task_json, "library-trim": task_library_trim}
