@@ -58,10 +58,9 @@ def _message_limit(self: Agent) -> None:
     ))
 
 
-def _strict_fit(index: TurnIndex, costs: Sequence[int], budget: int) -> tuple[int, int]:
-    """`first_turn_within` with `<` where the rule says `<=` when it looks for the oldest
+def _strict_fit(index: TurnIndex, sums: Sequence[int], budget: int) -> tuple[int, int]:
+    """`turn_within_sums` with `<` where the rule says `<=` when it looks for the oldest
     turn to keep."""
-    sums = list(accumulate(costs, initial=0))
     fixed, total = sums[index.body_start], sums[-1]
     first = 0
     while first < index.turn_count - 1 and not (
@@ -142,7 +141,7 @@ BROKEN: dict[str, Broken] = {
         "the token trim keeps turns while the kept size is < the budget, not <=",
         {"KEEP-1": "a history that fits the budget exactly loses a turn"},
         lambda: [(trim, "trim_to_recent_turns", _strict_trim),
-                 (visible, "first_turn_within", _strict_fit)],
+                 (visible, "turn_within_sums", _strict_fit)],
     ),
     "carrier-opens-turn": Broken(
         "a `[Tool results]` user row opens a new turn",
