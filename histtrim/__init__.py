@@ -43,7 +43,7 @@ from .messages import (
     conversation_rows,
 )
 from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
-from .policy import Policy
+from .policy import Policy, ToolContext
 from .route import ResolvedRuntime, resolve_runtime, select_route
 from .safety import (
     DEFAULT_CHANNEL_CACHE_ROWS,
@@ -59,6 +59,12 @@ from .trim import (
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
+)
+from .tool_context import (
+    ToolContextEdit,
+    clear_tool_results,
+    collapse_tool_context,
+    edit_tool_context,
 )
 from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
 
@@ -105,6 +111,8 @@ __all__ = [
     "TokenLedger",
     "Tool",
     "ToolCall",
+    "ToolContext",
+    "ToolContextEdit",
     "ToolOutput",
     "ToolResultMessage",
     "ToolResults",
@@ -117,9 +125,12 @@ __all__ = [
     "cap_tool_result",
     "capacity_report",
     "check_request",
+    "clear_tool_results",
+    "collapse_tool_context",
     "conversation_rows",
     "dispatched_images",
     "drop_oldest_whole_turn",
+    "edit_tool_context",
     "estimate_history_tokens",
     "index_turns",
     "insert_breadcrumb",

@@ -52,6 +52,65 @@ Ratio = Annotated[Fraction, BeforeValidator(_fraction), PlainSerializer(str, ret
 _Count = Annotated[int, Field(strict=True)]
 
 
+class ToolContext(BaseModel):
+    """CTX-1..9: what the request keeps of older tool context. `mode="off"` (the default) sends
+    every row; "collapse" is the reference's `keep_tool_context_turns` (CTX-1..5); "clear"
+    replaces old tool results by a placeholder and keeps their calls (CTX-6..9), the family of
+    Anthropic's `clear_tool_uses`, LangChain's `ClearToolUsesEdit`, the OpenAI Agents
+    `ToolOutputTrimmer` and pydantic-ai-harness `ClearToolResults`. A request-time edit:
+    nothing stored changes (`histtrim.tool_context`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: Literal["off", "collapse", "clear"] = "off"
+    keep_turns: _Count = Field(
+        default=2, ge=0, description="collapse: completed turns before the running one that "
+        "keep their tool rows (`keep_tool_context_turns`; the running turn is never collapsed)."
+    )
+    keep: _Count = Field(
+        default=3, ge=0, description="clear: the newest results (or turns, `keep_unit`) kept."
+    )
+    keep_unit: Literal["results", "turns"] = "results"
+    trigger_tokens: _Count = Field(
+        default=100_000, ge=0, description="clear: only a request estimated above this many "
+        "tokens clears (0: every request)."
+    )
+    hold: bool = Field(
+        default=False, description="clear: the trigger reads the request as sent with the "
+        "clears made so far, replayed over the requests the history records (batched: the "
+        "prefix stays byte-stable between clears); False reads the full request at every hop "
+        "(the stateless middlewares: once over the trigger, every hop clears again)."
+    )
+    clear_to: Ratio = Field(
+        default=Fraction(0), description="clear: a clear stops once the request fits "
+        "`trigger_tokens * clear_to` (a low-water mark); 0 clears every eligible result."
+    )
+    clear_at_least: _Count = Field(
+        default=0, ge=0, description="clear: a clear that frees fewer tokens is not made."
+    )
+    exclude_tools: tuple[str, ...] = Field(
+        default=(), description="clear: results of these tools are never cleared."
+    )
+    clear_inputs: bool = Field(
+        default=False, description="clear: a cleared result's call also loses its arguments."
+    )
+    min_chars: _Count = Field(
+        default=0, ge=0, description="clear: only results longer than this many characters."
+    )
+    placeholder: str = Field(default="[cleared]", min_length=1, max_length=200)
+    preview_chars: _Count = Field(
+        default=0, ge=0, description="clear: characters of the result kept after the "
+        "placeholder (a preview)."
+    )
+
+    @field_validator("clear_to")
+    @classmethod
+    def _share(cls, value: Fraction) -> Fraction:
+        if not 0 <= value <= 1:
+            raise ValueError(f"must be between 0 and 1, got {value}")
+        return value
+
+
 class Policy(BaseModel):
     """The spec's numbers; `Policy()` reproduces the spec exactly (EST-1, EST-2, RUN-2,
     LIMIT-2, LIMIT-3, BUDGET-1, PAIR-3)."""
@@ -106,6 +165,12 @@ class Policy(BaseModel):
         "0 < target <= 1.",
     )
 
+    tool_context: ToolContext = Field(
+        default_factory=ToolContext,
+        description="CTX-1..9 (the reference's newer doc and the field's clearing, not in the "
+        "Spanish spec): what each request keeps of older tool context; off by default.",
+    )
+
     @field_validator("reactive_target")
     @classmethod
     def _shrinks(cls, value: Fraction) -> Fraction:
@@ -143,7 +208,7 @@ class Policy(BaseModel):
     def changes(self, base: Policy | None = None) -> dict[str, str]:
         """The fields that differ from `base` (the spec by default), as text: `old -> new`."""
         base = SPEC if base is None else base
-        mine, theirs = self.model_dump(mode="json"), base.model_dump(mode="json")
+        mine, theirs = _flat(self.model_dump(mode="json")), _flat(base.model_dump(mode="json"))
         return {k: f"{theirs[k]} -> {v}" for k, v in mine.items() if theirs[k] != v}
 
     @classmethod
@@ -156,6 +221,17 @@ class Policy(BaseModel):
         """Load a `.toml` or `.json` file, chosen by its suffix."""
         text, fmt = read_document(path)
         return cls.loads(text, format=fmt)
+
+
+def _flat(dump: dict[str, Any]) -> dict[str, Any]:
+    """A dump with its nested settings (`tool_context`) spelled `tool_context.mode`."""
+    flat: dict[str, Any] = {}
+    for key, value in dump.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
 
 
 def _checked_target(target: object) -> Fraction:

@@ -105,22 +105,43 @@ def test_nbval_pinned_in_both() -> None:
     assert "nbval=0.11" in conda
 
 
+BEYOND_SPEC = "beyond the Spanish spec"
+"""The heading words of a project-added section of RULES.md (after the spec's own rules)."""
+
+
+def spec_part(text: str) -> str:
+    """The spec's own rules: RULES.md up to its first project-added section."""
+    found = re.search(rf"\n\n## [^\n]*{BEYOND_SPEC}", text)
+    return text if found is None else text[: found.start() + 1]
+
+
 def test_rules_copy_is_verbatim() -> None:
+    """The spec's rules are the shared copy verbatim; project-added sections only follow them,
+    each marked in its heading, with rule IDs of their own (no count is fixed for those)."""
     text = RULES.read_text(encoding="utf-8")
+    spec = spec_part(text)
     if SHARED_RULES.exists():
-        assert text == SHARED_RULES.read_text(encoding="utf-8")
+        assert spec == SHARED_RULES.read_text(encoding="utf-8")
     assert (RULES.parent / "history-management.es.txt").is_file()
-    ids = RULE_ID.findall(text)
-    # Each rule is one bullet starting with its ID, and the bullets name 44 distinct rules.
-    bullets = re.findall(r"^- (\S+) ", text, flags=re.MULTILINE)
+    ids = RULE_ID.findall(spec)
+    # Each rule is one bullet starting with its ID, and the spec's bullets name 44 rules.
+    bullets = re.findall(r"^- (\S+) ", spec, flags=re.MULTILINE)
     assert len(bullets) == EXPECTED_RULE_COUNT
     assert len(set(bullets)) == EXPECTED_RULE_COUNT
     assert set(bullets) <= set(ids)
     assert len(set(ids)) == EXPECTED_RULE_COUNT
+    added = text[len(spec):]
+    headings = re.findall(r"^## (.*)$", added, flags=re.MULTILINE)
+    assert all(BEYOND_SPEC in h for h in headings), headings
+    every = re.findall(r"^- ([A-Z]+-\d+) ", text, flags=re.MULTILINE)
+    assert len(every) == len(set(every)) == len(re.findall(r"^- ", text, flags=re.MULTILINE))
+    assert not set(RULE_ID.findall(added)) - set(bullets), "an added section reuses spec IDs"
 
 
 def _rule_ids() -> list[str]:
-    return sorted(set(RULE_ID.findall(RULES.read_text(encoding="utf-8"))))
+    text = RULES.read_text(encoding="utf-8")
+    bullets = re.findall(r"^- ([A-Z]+-\d+) ", text, flags=re.MULTILINE)
+    return sorted({*RULE_ID.findall(text), *bullets})
 
 
 def test_every_rule_is_cited() -> None:

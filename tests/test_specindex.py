@@ -57,12 +57,12 @@ def _rules_md(path: Path) -> Path:
     return path
 
 
-def test_rule_ids_of_the_real_rules_are_all_44_in_file_order() -> None:
+def test_rule_ids_of_the_real_rules_are_all_in_file_order() -> None:
     ids = rule_ids(RULES_MD)
     bullets = re.findall(r"^- ([A-Z]+-\d+) ", RULES_MD.read_text(encoding="utf-8"), re.MULTILINE)
     assert ids == bullets
-    assert len(ids) == len(set(ids)) == 44
-    assert ids[0] == "TURN-1" and ids[-1] == "PAIR-4"
+    assert len(ids) == len(set(ids)) >= 44  # the spec's 44, then any project-added rules
+    assert ids[0] == "TURN-1" and ids[43] == "PAIR-4"
 
 
 def test_rules_carry_their_section() -> None:

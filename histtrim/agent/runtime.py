@@ -31,6 +31,7 @@ from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessa
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
+from histtrim.tool_context import edit_tool_context
 from histtrim.visible import trim_structured
 
 __all__ = [
@@ -224,8 +225,7 @@ class Agent:
         hit_limit = False
         for iteration in range(1, limit + 1):
             self._proactive_trim()
-            request = self.working_history()
-            history = self._ledger.total
+            request, history = self._request()
             tokens = (history, history + toolbox.schema_tokens)
             try:
                 answer = self._dispatch(request, toolbox.schemas, tokens, iteration, "tool_loop")
@@ -250,6 +250,21 @@ class Agent:
             hit_limit,
         )
 
+    def _request(self) -> tuple[list[ChatMessage], int]:
+        """The rows to send and their estimate: the working history through the policy's
+        tool context edit (CTX-1..9, a copy: the stored history and the ledger keep every
+        row, and the budget check before it reads them, decision-tool-context-order)."""
+        rows = self.working_history()
+        if self.policy.tool_context.mode == "off":
+            return rows, self._ledger.total
+        edit = edit_tool_context(
+            rows, self.policy, crumb_present=self._store.crumb,
+            token_counter=self._ledger.token_counter,
+        )
+        if not edit.changed:
+            return rows, self._ledger.total
+        return edit.messages, self._ledger.pricing.total(edit.messages)
+
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.max_tool_result_chars
         self._store.record(AssistantToolCalls(text=answer.text, tool_calls=answer.tool_calls))
@@ -263,8 +278,9 @@ class Agent:
         price of the rows before it)."""
         self._proactive_trim()
         prompt = ChatMessage.system(FINAL_SUMMARY_PROMPT)
-        history = self._ledger.total + self._ledger.pricing.total([prompt])
-        request = [*self._ledger, prompt]
+        rows, history = self._request()
+        history += self._ledger.pricing.total([prompt])
+        request = [*rows, prompt]
         answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
         return answer.text or ""
 

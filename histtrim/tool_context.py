@@ -1,0 +1,331 @@
+"""CTX-1..9: tool context retention, a request-time edit of the provider-facing rows.
+
+Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
+(`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
+their closing reply) and placeholder clearing (older tool results become a placeholder, their
+calls stay). Both read the history alone, never change it (the stored history, the ledger and
+every transcript keep all their rows) and keep every call paired with its result."""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Any
+
+from histtrim.carriers import json_object, parse_tool_calls, parse_tool_result, tool_call_ids
+from histtrim.counting import Pricing, TokenCounter
+from histtrim.low_water import request_points
+from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, chat_rows
+from histtrim.policy import SPEC, Policy, ToolContext
+from histtrim.turns import crumb_slot, leading_system_count
+
+PARSE_ERROR_PREFIX = "[Tool call parse error]"
+"""CTX-3: the loop's own mid-turn feedback row; it belongs to the turn it interrupts."""
+EXCHANGE_PREFIX = "[Tool exchange:"
+EXCHANGE_SUFFIX = "results collapsed]"
+
+
+def exchange_summary(calls: int) -> str:
+    """CTX-2: the row that stands for a collapsed turn's tool exchange."""
+    return f"{EXCHANGE_PREFIX} {calls} tool call(s) — {EXCHANGE_SUFFIX}"
+
+
+def opens_retention_turn(row: ChatMessage) -> bool:
+    """CTX-3: a turn boundary (TURN-2) that is not the loop's `[Tool call parse error]` row."""
+    return row.facts.opens_turn and not row.content.startswith(PARSE_ERROR_PREFIX)
+
+
+@dataclass(frozen=True)
+class ToolContextEdit:
+    """The rows to send and what they left out: `source_rows[i]` is the input row that
+    `messages[i]` stands for (a summary stands for the call row it replaces)."""
+
+    messages: list[ChatMessage]
+    source_rows: list[int]
+    dropped_messages: int = 0
+    """Collapse: tool-call and tool-result rows left out."""
+    collapsed_turns: int = 0
+    cleared_results: int = 0
+    cleared_inputs: int = 0
+    cleared: tuple[int, ...] = ()
+    """Clear: the input rows of the cleared results, in order."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.collapsed_turns or self.cleared_results)
+
+    @classmethod
+    def identity(cls, rows: Sequence[ChatMessage]) -> ToolContextEdit:
+        return cls(list(rows), list(range(len(rows))))
+
+
+def _body_start(rows: Sequence[ChatMessage], crumb_present: bool) -> int:
+    prefix = leading_system_count(rows)
+    if crumb_present:
+        crumb_slot(rows, prefix)
+    return prefix + int(crumb_present)
+
+
+def _boundaries(rows: Sequence[ChatMessage], start: int) -> list[int]:
+    return [i for i in range(start, len(rows)) if opens_retention_turn(rows[i])]
+
+
+# ------------------------------------------------------------------ collapse (CTX-1..5)
+
+
+def _is_closing_reply(row: ChatMessage) -> bool:
+    """An assistant row that dispatches no native call (a carrier of calls is never a reply)."""
+    return row.role == "assistant" and tool_call_ids(row) is None
+
+
+def _count_calls(rows: Sequence[ChatMessage]) -> int:
+    """The calls a drained span made: its dispatched ids, else its result rows, at least 1."""
+    dispatched = sum(len(tool_call_ids(r) or ()) for r in rows if r.role == "assistant")
+    if dispatched:
+        return dispatched
+    results = sum(
+        1 for r in rows
+        if r.role == "tool" or (r.role == "user" and r.content.startswith(TOOL_RESULTS_PREFIX))
+    )
+    return max(results, 1)
+
+
+def collapse_tool_context(
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    keep_turns: int,
+    *,
+    crumb_present: bool = False,
+) -> ToolContextEdit:
+    """CTX-1..5: every turn older than the newest `keep_turns + 1` sends its prompt, one
+    `[Tool exchange: N tool call(s) — results collapsed]` row in place of the row that opened
+    its tool exchange, and its closing reply; the running turn is never collapsed. O(rows)."""
+    if isinstance(keep_turns, bool) or not isinstance(keep_turns, int) or keep_turns < 0:
+        raise ValueError(f"keep_turns: expected a whole number >= 0, got {keep_turns!r}")
+    rows = chat_rows(history)
+    bounds = _boundaries(rows, _body_start(rows, crumb_present))
+    protected = keep_turns + 1
+    if len(bounds) <= protected:
+        return ToolContextEdit.identity(rows)
+    out: list[ChatMessage] = []
+    source: list[int] = []
+    dropped = collapsed = cursor = 0
+    for turn in range(len(bounds) - protected):
+        boundary = bounds[turn]
+        out.extend(rows[cursor : boundary + 1])
+        source.extend(range(cursor, boundary + 1))
+        start, end = boundary + 1, bounds[turn + 1]
+        closing = end - 1 if end > start and _is_closing_reply(rows[end - 1]) else None
+        drain_end = end if closing is None else closing
+        if drain_end > start:
+            drained = rows[start:drain_end]
+            dropped += len(drained)
+            collapsed += 1
+            if rows[start].role == "assistant":
+                out.append(ChatMessage.assistant(exchange_summary(_count_calls(drained))))
+                source.append(start)
+        if closing is not None:
+            out.append(rows[closing])
+            source.append(closing)
+        cursor = end
+    out.extend(rows[cursor:])
+    source.extend(range(cursor, len(rows)))
+    return ToolContextEdit(out, source, dropped, collapsed)
+
+
+# ------------------------------------------------------------------ clear (CTX-6..9)
+
+
+@dataclass(frozen=True, slots=True)
+class _Result:
+    row: int
+    call_id: str | None
+    names: tuple[str, ...]
+    content: str
+
+
+_TOOL_NAME = 'name="'
+
+
+def _carrier_names(content: str) -> tuple[str, ...]:
+    """The `name="..."` of each `<tool_result>` in a prompt-mode carrier, in one pass."""
+    names: list[str] = []
+    at = content.find("<tool_result " + _TOOL_NAME)
+    while at >= 0:
+        start = at + len("<tool_result " + _TOOL_NAME)
+        end = content.find('"', start)
+        if end < 0:
+            break
+        names.append(content[start:end])
+        at = content.find("<tool_result " + _TOOL_NAME, end)
+    return tuple(names)
+
+
+def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], dict[str, int]]:
+    """The tool results after `start`, with the tool each answers, and the row of each call."""
+    names: dict[str, str] = {}
+    call_row: dict[str, int] = {}
+    found: list[_Result] = []
+    for i in range(start, len(rows)):
+        row = rows[i]
+        if row.role == "assistant":
+            parsed = parse_tool_calls(row)
+            for call in parsed.calls if parsed is not None else ():
+                names[call.id] = call.name
+                call_row[call.id] = i
+        elif row.role == "tool":
+            result = parse_tool_result(row)
+            if result is not None:  # an unreadable legacy row is never rewritten
+                name = names.get(result.tool_call_id)
+                found.append(
+                    _Result(i, result.tool_call_id, () if name is None else (name,), result.content)
+                )
+        elif row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
+            body = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
+            found.append(_Result(i, None, _carrier_names(row.content), body))
+    return found, call_row
+
+
+def _cleared_text(settings: ToolContext, content: str) -> str:
+    if settings.preview_chars and len(content) > settings.preview_chars:
+        return f"{settings.placeholder}\n{content[: settings.preview_chars]}"
+    return settings.placeholder
+
+
+def _cleared_row(row: ChatMessage, result: _Result, settings: ToolContext) -> ChatMessage:
+    """The result with its output replaced (CTX-7): a tool row keeps its call id (its images
+    go with the output); a carrier keeps its prefix."""
+    text = _cleared_text(settings, result.content)
+    if row.role == "tool":
+        envelope = {"tool_call_id": result.call_id, "content": text}
+        return ChatMessage(role="tool", content=_compact(envelope))
+    return ChatMessage(role="user", content=f"{TOOL_RESULTS_PREFIX}\n{text}")
+
+
+def _without_inputs(row: ChatMessage, ids: set[str]) -> ChatMessage:
+    """The call row with the arguments of the calls `ids` emptied (`{}`), the rest as it was."""
+    envelope = json_object(row.content)
+    assert envelope is not None
+    for call in envelope["tool_calls"]:
+        if isinstance(call, dict) and call.get("id") in ids:
+            target = call["function"] if isinstance(call.get("function"), dict) else call
+            target["arguments"] = "{}"
+    return row.model_copy(update={"content": _compact(envelope)})
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def clear_tool_results(
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    settings: ToolContext,
+    *,
+    crumb_present: bool = False,
+    policy: Policy = SPEC,
+    token_counter: TokenCounter | None = None,
+) -> ToolContextEdit:
+    """CTX-6..9: the oldest eligible tool results replaced by `settings.placeholder`, their
+    calls kept. Eligible: not among the newest `keep` results (or in the newest `keep` turns),
+    not a tool of `exclude_tools`, longer than `min_chars`. A request estimated above
+    `trigger_tokens` clears; with `hold` the trigger reads the request as sent, replayed over
+    the requests the history records, so between two clears each request extends the last.
+    Linear in the rows."""
+    rows = chat_rows(history)
+    start = _body_start(rows, crumb_present)
+    results, call_row = _results(rows, start)
+    if not results:
+        return ToolContextEdit.identity(rows)
+    pricing = Pricing(policy, token_counter)
+    costs = pricing.costs(rows)
+    full = list(accumulate(costs, initial=0))
+    excluded = set(settings.exclude_tools)
+    candidates = [
+        r for r in results
+        if not excluded.intersection(r.names) and len(r.content) > settings.min_chars
+    ]
+    news = [_cleared_row(rows[r.row], r, settings) for r in candidates]
+    freed = list(accumulate(
+        (costs[r.row] - pricing.plain(new) for r, new in zip(candidates, news, strict=True)),
+        initial=0,
+    ))
+    result_rows = [r.row for r in results]
+    cand_rows = [r.row for r in candidates]
+    bounds = _boundaries(rows, start)
+
+    def eligible(end: int) -> int:
+        """How many candidates a request `rows[:end]` may clear (a prefix of them)."""
+        if settings.keep == 0:
+            limit = end
+        elif settings.keep_unit == "results":
+            present = bisect_left(result_rows, end)
+            limit = result_rows[present - settings.keep] if present > settings.keep else 0
+        else:
+            turns = bisect_left(bounds, end)
+            limit = bounds[turns - settings.keep] if turns > settings.keep else 0
+        return bisect_left(cand_rows, limit)
+
+    trigger = settings.trigger_tokens
+    ratio = settings.clear_to
+    goal = trigger * ratio.numerator // ratio.denominator
+
+    def clear_from(done: int, end: int) -> int:
+        """Candidates cleared once request `rows[:end]` (with `done` cleared) triggers."""
+        most = eligible(end)
+        upto = most
+        if ratio:
+            upto = done
+            while upto < most and full[end] - freed[upto] > goal:
+                upto += 1
+        if upto <= done or freed[upto] - freed[done] < settings.clear_at_least:
+            return done
+        return upto
+
+    n = len(rows)
+    done = 0
+    if settings.hold:
+        for end in request_points(rows):
+            if full[end] - freed[done] > trigger:
+                done = clear_from(done, end)
+    elif full[n] > trigger:
+        done = clear_from(0, n)
+    if not done:
+        return ToolContextEdit.identity(rows)
+    out = list(rows)
+    for r, new in zip(candidates[:done], news[:done], strict=True):
+        out[r.row] = new
+    inputs = 0
+    if settings.clear_inputs:
+        by_call: dict[int, set[str]] = {}
+        for r in candidates[:done]:
+            if r.call_id is not None and r.call_id in call_row:
+                by_call.setdefault(call_row[r.call_id], set()).add(r.call_id)
+        for at, ids in sorted(by_call.items()):
+            out[at] = _without_inputs(rows[at], ids)
+            inputs += len(ids)
+    return ToolContextEdit(
+        out, list(range(n)), cleared_results=done, cleared_inputs=inputs,
+        cleared=tuple(r.row for r in candidates[:done]),
+    )
+
+
+def edit_tool_context(
+    history: Iterable[ChatMessage | Mapping[str, Any]],
+    policy: Policy = SPEC,
+    *,
+    crumb_present: bool = False,
+    token_counter: TokenCounter | None = None,
+) -> ToolContextEdit:
+    """The request the policy's `tool_context` sends for these rows: the one entry point of
+    every path (library, Agent, adapters, CLI, review)."""
+    settings = policy.tool_context
+    if settings.mode == "collapse":
+        return collapse_tool_context(history, settings.keep_turns, crumb_present=crumb_present)
+    if settings.mode == "clear":
+        return clear_tool_results(
+            history, settings, crumb_present=crumb_present, policy=policy,
+            token_counter=token_counter,
+        )
+    return ToolContextEdit.identity(chat_rows(history))
