@@ -51,6 +51,12 @@ from .safety import (
     ChannelSenderCache,
     cap_tool_result,
 )
+from .tool_context import (
+    ToolContextEdit,
+    clear_tool_results,
+    collapse_tool_context,
+    edit_tool_context,
+)
 from .trim import (
     TrimResult,
     TurnCountTrimResult,
@@ -59,12 +65,6 @@ from .trim import (
     trim_conversation_to_recent_turns,
     trim_to_recent_turn_count,
     trim_to_recent_turns,
-)
-from .tool_context import (
-    ToolContextEdit,
-    clear_tool_results,
-    collapse_tool_context,
-    edit_tool_context,
 )
 from .turns import TurnIndex, index_turns, leading_system_count, opens_turn
 
