@@ -215,7 +215,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     paths = session_paths(args.sessions)
     policies = policies_from(args.policy)
     cache = cache_from(args)
-    settings = settings_from(args)
+    settings = settings_from(args).model_copy(update={"measure_loss": True})
     if cache is not None:
         settings = settings.model_copy(update={"record_prompts": True})
     progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from histtrim.policy import Policy
 from histtrim.review.cache import CacheModel, CacheTotals, price_calls, totals
+from histtrim.review.loss import NO_LOSS, ContextLoss
 from histtrim.review.replay import ReplaySettings, SessionReplay, median_max, replay_session
 from histtrim.review.sessions import ReviewSession
 
@@ -81,6 +82,9 @@ class PolicySummary:
     """The estimated history sent per call, on average: the context the policy keeps."""
     cache: CacheTotals | None = None
     """What the cache model given to `summaries` made of the billed requests."""
+    loss: ContextLoss = NO_LOSS
+    """The needed context lost (`ReplaySettings.measure_loss`): the share of each recorded
+    next reply's distinctive tokens that the full request held and the sent one did not."""
 
 
 def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTotals:
@@ -142,6 +146,7 @@ class Review:
                 differing_sessions=differing,
                 history_tokens_mean=sum(history) / len(history) if history else 0.0,
                 cache=None if cache is None else cache_totals(replays, cache),
+                loss=sum((r.loss for r in replays), NO_LOSS),
             ))
         return out
 
@@ -207,6 +212,8 @@ def review_lines(
     summaries = review.summaries(cache)
     headers = ["", *review.labels]
     named = [*_ROWS, *(() if cache is None else _cache_rows(cache))]
+    if any(s.loss.requests for s in summaries):
+        named.append(("needed context lost (next reply)", lambda s: f"{s.loss.share:.1%}"))
     rows = [[name, *(str(get(s)) for s in summaries)] for name, get in named]
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
 

@@ -9,21 +9,36 @@ import statistics
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from histtrim.adapters.tokenizers import exact_counter
-from histtrim.agent.providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
+from histtrim.agent.providers import (
+    ContextOverflowError,
+    ProviderRequest,
+    ScriptedProvider,
+    ScriptExhaustedError,
+)
 from histtrim.agent.runtime import Agent, UnrecoverableContextOverflow
 from histtrim.agent.tools import Tool, ToolOutput
 from histtrim.capacity import ContextCapacityExceeded
+from histtrim.carriers import to_chat_messages
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.estimate import ToolSchema, estimate_tool_schemas, message_costs
 from histtrim.events import EventBus, ObservedTrim
-from histtrim.messages import ChatMessage
+from histtrim.messages import AssistantToolCalls, ChatMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.review.cache import Prompt
+from histtrim.review.loss import (
+    NO_LOSS,
+    ContextLoss,
+    RowTokens,
+    distinctive_tokens,
+    reply_text,
+    request_loss,
+)
 from histtrim.review.sessions import NO_OUTPUT, ReviewSession
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.turns import index_turns
@@ -60,6 +75,12 @@ class ReplaySettings(_Frozen):
         default=None,
         description="Count the rows' text with this vocabulary (the extra histtrim[tokenizers]) "
         "instead of EST-1's bytes; unset: the spec's estimate.",
+    )
+    measure_loss: bool = Field(
+        default=False,
+        description="Measure the needed context lost at each billed request "
+        "(`histtrim.review.loss`): the next reply's distinctive tokens the full request held "
+        "and the sent one did not; off by default: it reads every request.",
     )
     record_prompts: bool = Field(
         default=False,
@@ -124,6 +145,8 @@ class SessionReplay:
     """The estimated history (system rows included, tool schemas not) of each dispatch."""
     overflow_trims: int = 0
     """Trims after the provider reported an overflow (RUN-2), before the retry."""
+    loss: ContextLoss = NO_LOSS
+    """The needed context lost over the billed requests (`ReplaySettings.measure_loss`)."""
     prompts: tuple[Prompt, ...] = ()
     """Each billed request (the provider answered) as blocks, for the cache model
     (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens.
@@ -161,6 +184,41 @@ class _Blocks:
             return body
         text = "\n".join(schema.model_dump_json() for schema in schemas)
         return ((self.key(text), estimate_tool_schemas(schemas, policy=self.policy)), *body)
+
+
+class _LossMeter:
+    """The full request of every recorded step (the session's rows before its reply) and
+    the needed context each sent request lost (`histtrim.review.loss`)."""
+
+    def __init__(self, session: ReviewSession) -> None:
+        items = session.history()
+        self.rows: list[ChatMessage] = []
+        before = len(items) - sum(
+            1 + sum(2 if s.tool_calls else 1 for s in t.steps) for t in session.turns
+        )
+        self.ends: list[int] = []
+        for at, item in enumerate(items):
+            step = isinstance(item, AssistantToolCalls) or (
+                isinstance(item, ChatMessage) and item.role == "assistant"
+            )
+            if at >= before and step:
+                self.ends.append(len(self.rows))
+            self.rows.extend(to_chat_messages((item,)))
+        self.steps = [s for t in session.turns for s in t.steps]
+        self.first = list(accumulate((len(t.steps) for t in session.turns), initial=0))
+        self.system = frozenset(distinctive_tokens(session.system_prompt or ""))
+        self.tokens = RowTokens()
+
+    def turn(self, number: int, requests: Sequence[ProviderRequest]) -> ContextLoss:
+        """The loss of a turn's billed requests: the j-th answered the turn's j-th step."""
+        total = ContextLoss()
+        for j, request in enumerate(requests):
+            k = self.first[number] + j
+            total += request_loss(
+                reply_text(self.steps[k]), islice(self.rows, self.ends[k]), request.messages,
+                system=self.system, tokens=self.tokens,
+            )
+        return total
 
 
 class _Recorded:
@@ -217,7 +275,9 @@ def replay(
     true_tokens: list[int] = []
     blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
     prompts: list[Prompt] = []
-    for turn in session.turns:
+    measure = _LossMeter(session) if settings.measure_loss else None
+    loss = ContextLoss()
+    for number, turn in enumerate(session.turns):
         provider = ScriptedProvider(
             turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy
         )
@@ -249,6 +309,8 @@ def replay(
         model_refusals += overflows
         retries += overflows - unretried
         true_tokens.extend(r.estimated_tokens for r in provider.requests)
+        if measure is not None:
+            loss += measure.turn(number, [r for r in provider.requests if r.outcome == "reply"])
         if blocks is not None:
             prompts.extend(
                 blocks.prompt(r.messages, r.tool_schemas)
@@ -280,6 +342,7 @@ def replay(
         history_tokens=tuple(call.history_tokens for call in agent.calls),
         overflow_trims=overflow_trims,
         prompts=tuple(prompts),
+        loss=loss,
     )
 
 
