@@ -216,7 +216,7 @@ def test_review_reads_the_real_sessions_as_they_are() -> None:
     from histtrim.review.compare import run_review
     from histtrim.review.replay import ReplaySettings
 
-    loaded = load_sessions([str(REAL)])
+    loaded = load_sessions([str(REAL / folder) for folder in FOLDERS])
     assert len(loaded) == sum(FOLDERS.values())
     for session in loaded:
         messages = [json.loads(line) for line in next(REAL.rglob(f"{session.name}.jsonl"))
