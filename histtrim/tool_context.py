@@ -12,6 +12,7 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
@@ -146,21 +147,36 @@ class _Result:
     content: str
 
 
-_TOOL_NAME = 'name="'
+_TOOL_RESULT_OPEN = '<tool_result name="'
 
 
 def _carrier_names(content: str) -> tuple[str, ...]:
     """The `name="..."` of each `<tool_result>` in a prompt-mode carrier, in one pass."""
     names: list[str] = []
-    at = content.find("<tool_result " + _TOOL_NAME)
+    at = content.find(_TOOL_RESULT_OPEN)
     while at >= 0:
-        start = at + len("<tool_result " + _TOOL_NAME)
+        start = at + len(_TOOL_RESULT_OPEN)
         end = content.find('"', start)
         if end < 0:
             break
         names.append(content[start:end])
-        at = content.find("<tool_result " + _TOOL_NAME, end)
+        at = content.find(_TOOL_RESULT_OPEN, end)
     return tuple(names)
+
+
+@lru_cache(maxsize=1 << 16)
+def _calls(content: str) -> tuple[tuple[str, str], ...]:
+    """(id, name) of each native call an assistant row with this text dispatches. Cached: a
+    request is rebuilt at every provider call, and its rows are the previous request's."""
+    parsed = parse_tool_calls(ChatMessage(role="assistant", content=content))
+    return () if parsed is None else tuple((c.id, c.name) for c in parsed.calls)
+
+
+@lru_cache(maxsize=1 << 16)
+def _answer(content: str) -> tuple[str, str] | None:
+    """(call id, output) of a tool row with this text; None when its envelope is unreadable."""
+    result = parse_tool_result(ChatMessage(role="tool", content=content))
+    return None if result is None else (result.tool_call_id, result.content)
 
 
 def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], dict[str, int]]:
@@ -171,17 +187,15 @@ def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], di
     for i in range(start, len(rows)):
         row = rows[i]
         if row.role == "assistant":
-            parsed = parse_tool_calls(row)
-            for call in parsed.calls if parsed is not None else ():
-                names[call.id] = call.name
-                call_row[call.id] = i
+            if '"tool_calls"' in row.content or "\\u" in row.content:  # an escaped key too
+                for call_id, name in _calls(row.content):
+                    names[call_id] = name
+                    call_row[call_id] = i
         elif row.role == "tool":
-            result = parse_tool_result(row)
-            if result is not None:  # an unreadable legacy row is never rewritten
-                name = names.get(result.tool_call_id)
-                found.append(
-                    _Result(i, result.tool_call_id, () if name is None else (name,), result.content)
-                )
+            answer = _answer(row.content)
+            if answer is not None:  # an unreadable legacy row is never rewritten
+                tool = names.get(answer[0])
+                found.append(_Result(i, answer[0], () if tool is None else (tool,), answer[1]))
         elif row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
             body = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
             found.append(_Result(i, None, _carrier_names(row.content), body))
@@ -194,14 +208,22 @@ def _cleared_text(settings: ToolContext, content: str) -> str:
     return settings.placeholder
 
 
-def _cleared_row(row: ChatMessage, result: _Result, settings: ToolContext) -> ChatMessage:
+def _cleared_content(role: str, result: _Result, settings: ToolContext) -> str:
     """The result with its output replaced (CTX-7): a tool row keeps its call id (its images
     go with the output); a carrier keeps its prefix."""
     text = _cleared_text(settings, result.content)
-    if row.role == "tool":
-        envelope = {"tool_call_id": result.call_id, "content": text}
-        return ChatMessage(role="tool", content=_compact(envelope))
-    return ChatMessage(role="user", content=f"{TOOL_RESULTS_PREFIX}\n{text}")
+    if role == "tool":
+        return _compact({"tool_call_id": result.call_id, "content": text})
+    return f"{TOOL_RESULTS_PREFIX}\n{text}"
+
+
+def _text_cost(pricing: Pricing, role: str, content: str) -> int:
+    """A row with this text priced as plain text (it declares no images)."""
+    if pricing.counter is None:
+        policy = pricing.policy
+        size = len(content) if content.isascii() else len(content.encode("utf-8"))
+        return -(-size // policy.bytes_per_token) + policy.frame_tokens
+    return pricing.plain(ChatMessage.model_validate({"role": role, "content": content}))
 
 
 def _without_inputs(row: ChatMessage, ids: set[str]) -> ChatMessage:
@@ -246,9 +268,10 @@ def clear_tool_results(
         r for r in results
         if not excluded.intersection(r.names) and len(r.content) > settings.min_chars
     ]
-    news = [_cleared_row(rows[r.row], r, settings) for r in candidates]
+    news = [_cleared_content(rows[r.row].role, r, settings) for r in candidates]
     freed = list(accumulate(
-        (costs[r.row] - pricing.plain(new) for r, new in zip(candidates, news, strict=True)),
+        (costs[r.row] - _text_cost(pricing, rows[r.row].role, new)
+         for r, new in zip(candidates, news, strict=True)),
         initial=0,
     ))
     result_rows = [r.row for r in results]
@@ -295,7 +318,7 @@ def clear_tool_results(
         return ToolContextEdit.identity(rows)
     out = list(rows)
     for r, new in zip(candidates[:done], news[:done], strict=True):
-        out[r.row] = new
+        out[r.row] = ChatMessage(role=rows[r.row].role, content=new)
     inputs = 0
     if settings.clear_inputs:
         by_call: dict[int, set[str]] = {}
