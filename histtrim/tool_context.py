@@ -19,7 +19,7 @@ from typing import Any
 from histtrim.carriers import json_object, parse_tool_calls, parse_tool_result, tool_call_ids
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.low_water import request_points
-from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, chat_rows
+from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, Role, chat_rows
 from histtrim.policy import SPEC, Policy, ToolContext
 from histtrim.turns import crumb_slot, leading_system_count
 
@@ -202,19 +202,25 @@ def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], di
     return found, call_row
 
 
-def _cleared_text(settings: ToolContext, content: str) -> str:
-    if settings.preview_chars and len(content) > settings.preview_chars:
-        return f"{settings.placeholder}\n{content[: settings.preview_chars]}"
-    return settings.placeholder
-
-
-def _cleared_content(role: str, result: _Result, settings: ToolContext) -> str:
+@lru_cache(maxsize=1 << 16)
+def _cleared_content(
+    role: str, call_id: str | None, content: str, placeholder: str, preview: int
+) -> str:
     """The result with its output replaced (CTX-7): a tool row keeps its call id (its images
-    go with the output); a carrier keeps its prefix."""
-    text = _cleared_text(settings, result.content)
+    go with the output); a carrier keeps its prefix. Cached: each request clears again."""
+    text = placeholder
+    if preview and len(content) > preview:
+        text = f"{placeholder}\n{content[:preview]}"
     if role == "tool":
-        return _compact({"tool_call_id": result.call_id, "content": text})
+        return _compact({"tool_call_id": call_id, "content": text})
     return f"{TOOL_RESULTS_PREFIX}\n{text}"
+
+
+@lru_cache(maxsize=1 << 16)
+def _cleared_row(role: Role, content: str) -> ChatMessage:
+    """One row object per cleared text: rows are frozen, and a request rebuilt at every call
+    then holds the same objects as the last one."""
+    return ChatMessage(role=role, content=content)
 
 
 def _text_cost(pricing: Pricing, role: str, content: str) -> int:
@@ -268,7 +274,11 @@ def clear_tool_results(
         r for r in results
         if not excluded.intersection(r.names) and len(r.content) > settings.min_chars
     ]
-    news = [_cleared_content(rows[r.row].role, r, settings) for r in candidates]
+    placeholder, preview = settings.placeholder, settings.preview_chars
+    news = [
+        _cleared_content(rows[r.row].role, r.call_id, r.content, placeholder, preview)
+        for r in candidates
+    ]
     freed = list(accumulate(
         (costs[r.row] - _text_cost(pricing, rows[r.row].role, new)
          for r, new in zip(candidates, news, strict=True)),
@@ -318,7 +328,7 @@ def clear_tool_results(
         return ToolContextEdit.identity(rows)
     out = list(rows)
     for r, new in zip(candidates[:done], news[:done], strict=True):
-        out[r.row] = ChatMessage(role=rows[r.row].role, content=new)
+        out[r.row] = _cleared_row(rows[r.row].role, new)
     inputs = 0
     if settings.clear_inputs:
         by_call: dict[int, set[str]] = {}

@@ -18,6 +18,7 @@ from histtrim import (
     pairing,
     route,
     safety,
+    tool_context,
     trim,
     turns,
 )
@@ -34,7 +35,7 @@ from histtrim.conformance.codec import (
     rows_json,
 )
 from histtrim.messages import chat_rows, conversation_rows
-from histtrim.policy import Policy
+from histtrim.policy import Policy, ToolContext
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
 """(history, arguments) -> result; raises `ProtocolError` for an expected error."""
@@ -260,6 +261,57 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     return {"requests": requests, "cut_moves": moves}
 
 
+def _tool_context(arguments: Mapping[str, Any]) -> Policy:
+    """`arguments.tool_context`: the `ToolContext` settings (CTX-1..9) as a JSON object."""
+    settings = optional(arguments, "tool_context", {})
+    if not isinstance(settings, dict):
+        raise ProtocolError(INVALID_INPUT, "arguments.tool_context: expected an object")
+    return Policy(tool_context=ToolContext.model_validate(settings))
+
+
+def collapse_tool_context(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """The reference's collapse (CTX-1..5): the rows sent and the stored row each stands for."""
+    keep = require(arguments, "keep_turns", int)
+    edit = tool_context.collapse_tool_context(
+        chat_rows(history_list(history)), keep, crumb_present=_flag(arguments, "crumb_present")
+    )
+    return {
+        "rows": rows_json(edit.messages), "source_rows": edit.source_rows,
+        "dropped_messages": edit.dropped_messages, "collapsed_turns": edit.collapsed_turns,
+    }
+
+
+def clear_tool_results(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """Placeholder clearing (CTX-6..9) of the history as the current request."""
+    policy = _tool_context(arguments)
+    edit = tool_context.clear_tool_results(
+        chat_rows(history_list(history)), policy.tool_context,
+        crumb_present=_flag(arguments, "crumb_present"),
+    )
+    return {
+        "rows": rows_json(edit.messages), "cleared": list(edit.cleared),
+        "cleared_inputs": edit.cleared_inputs,
+    }
+
+
+def tool_context_requests(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """Each request the history records, sent through the tool context edit, and how often a
+    request does not extend the previous one row for row (CTX-9's stable prefix)."""
+    policy = _tool_context(arguments)
+    rows = chat_rows(history_list(history))
+    requests: list[JsonObject] = []
+    breaks, previous = 0, None
+    for end in low_water.request_points(rows):
+        sent = tool_context.edit_tool_context(rows[:end], policy).messages
+        breaks += previous is not None and sent[: len(previous)] != previous
+        previous = sent
+        requests.append({
+            "end": end, "rows": len(sent),
+            "tokens": estimate.estimate_history_tokens(sent, policy=policy),
+        })
+    return {"requests": requests, "prefix_breaks": breaks}
+
+
 def guarded(function: Function) -> Function:
     """Bad input becomes the `invalid_input` protocol error."""
 
@@ -293,5 +345,8 @@ STATELESS: dict[str, Function] = {
         cap_tool_result,
         channel_sender_cache,
         held_cut,
+        collapse_tool_context,
+        clear_tool_results,
+        tool_context_requests,
     )
 }

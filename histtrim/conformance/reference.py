@@ -81,6 +81,9 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     ),
     "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
     "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1"),
+    "collapse_tool_context": _ids("CTX-1..5"),
+    "clear_tool_results": _ids("CTX-6..8"),
+    "tool_context_requests": _ids("CTX-9 CTX-1 CTX-6"),
 }
 """The rules a function's result can check; the first is its rule when a source names none."""
 

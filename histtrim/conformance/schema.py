@@ -317,6 +317,56 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         }),
         {"runtime": {}, "tools": [], "tool_outputs": [], "script": [], "hidden_window": None},
         "One turn of the legacy agent::run path (SEEN-4, LIMIT-1..2)."),
+    "collapse_tool_context": _function(
+        "provider-facing rows",
+        {"keep_turns": _field(INT, "keep_tool_context_turns: completed turns before the "
+                              "running one that keep their tool rows."),
+         "crumb_present": CRUMB_PRESENT},
+        _object({
+            "rows": _field(ROWS, "The rows sent: every turn older than the newest "
+                           "keep_turns + 1 is its prompt, one \"[Tool exchange: N tool "
+                           "call(s) — results collapsed]\" assistant row and its closing "
+                           "reply (CTX-1..4)."),
+            "source_rows": _field({"type": "array", "items": INT}, "For each row sent, the "
+                                  "input row it stands for (a summary: the row it replaces)."),
+            "dropped_messages": _field(INT, "Tool-call and tool-result rows left out."),
+            "collapsed_turns": _field(INT, "Turns that lost rows."),
+        }),
+        {"crumb_present": False},
+        "The reference's tool context retention, a request-time edit (CTX-1..5)."),
+    "clear_tool_results": _function(
+        "provider-facing rows",
+        {"tool_context": _field(OBJECT, "The clearing settings: keep, keep_unit (\"results\" "
+                                "or \"turns\"), trigger_tokens, hold, clear_to (a ratio as "
+                                "text), clear_at_least, exclude_tools, clear_inputs, "
+                                "min_chars, placeholder, preview_chars; mode \"clear\"."),
+         "crumb_present": CRUMB_PRESENT},
+        _object({
+            "rows": _field(ROWS, "The rows sent: as many as given, each cleared result's "
+                           "output replaced by the placeholder, its call id kept (CTX-6..8)."),
+            "cleared": _field({"type": "array", "items": INT}, "The positions of the "
+                              "cleared results, in order."),
+            "cleared_inputs": _field(INT, "Calls whose arguments became {} (clear_inputs)."),
+        }),
+        {"tool_context": {}, "crumb_present": False},
+        "Placeholder clearing of old tool results, calls kept (CTX-6..8)."),
+    "tool_context_requests": _function(
+        "provider-facing rows",
+        {"tool_context": _field(OBJECT, "The ToolContext settings (mode \"off\", "
+                                "\"collapse\" or \"clear\"), as for clear_tool_results.")},
+        _object({
+            "requests": _field({"type": "array", "items": _object({
+                "end": _field(INT, "The request is the history's rows before this position "
+                              "(as held_cut's)."),
+                "rows": _field(INT, "Rows sent."),
+                "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+            })}, "Each request the history records, through the tool context edit."),
+            "prefix_breaks": _field(INT, "How many requests do not start with the whole "
+                                    "previous request, row for row (CTX-9)."),
+        }),
+        {"tool_context": {}},
+        "Every recorded request through the tool context edit: with hold, the prefix "
+        "stays stable between clears (CTX-9)."),
     "held_cut": _function(
         "provider-facing rows",
         {"budget_tokens": _field(INT, "The token budget; 0 disables the token trim."),

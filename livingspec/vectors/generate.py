@@ -219,8 +219,49 @@ def held_cut_cases(s: ModuleType) -> Iterator[Case]:
             )
 
 
+PARSE_ERROR = ChatMessage.user("[Tool call parse error] expected a JSON object")
+
+
+def tool_context_cases(s: ModuleType) -> Iterator[Case]:
+    """Tool context retention (CTX-1..9): the collapse at several `keep_turns`, on histories
+    with native and prompt-mode exchanges, the breadcrumb and a parse error row in the
+    running turn; placeholder clearing with each of its settings; and every recorded request
+    through the edit, stateless and held (the stable prefix)."""
+    histories = draw(s.chat_histories(min_turns=2, max_turns=6, max_steps=3, malformed=False),
+                     EXAMPLES)
+    collapse_rules = ("CTX-1", "CTX-2", "CTX-3", "CTX-4", "CTX-5")
+    for n, g in enumerate(histories):
+        rows = list(g.history)
+        if n % 3 == 0:
+            rows.append(PARSE_ERROR)  # CTX-3: it belongs to the running turn
+        total = estimate_history_tokens(rows)
+        for keep in (0, 1, 2):
+            yield Case(f"generated:collapse#{n}", collapse_rules, "collapse_tool_context",
+                       rows_json(rows), {"keep_turns": keep, "crumb_present": g.crumb})
+        settings: tuple[dict[str, Any], ...] = (
+            {"mode": "clear", "keep": 1, "trigger_tokens": 0},
+            {"mode": "clear", "keep": 1, "keep_unit": "turns", "trigger_tokens": 0,
+             "clear_inputs": True, "preview_chars": 8},
+            {"mode": "clear", "keep": 0, "trigger_tokens": total // 2, "clear_at_least": 20,
+             "exclude_tools": ["read"], "min_chars": 10},
+        )
+        for k, chosen in enumerate(settings):
+            rules = ("CTX-6", "CTX-7") if k < 2 else ("CTX-8", "CTX-6")
+            yield Case(f"generated:clear#{n}", rules, "clear_tool_results", rows_json(rows),
+                       {"tool_context": chosen, "crumb_present": g.crumb})
+        if not g.crumb:
+            for chosen in (
+                {"mode": "clear", "keep": 1, "trigger_tokens": total // 3},
+                {"mode": "clear", "keep": 1, "trigger_tokens": total // 3, "hold": True,
+                 "clear_to": "1/2"},
+                {"mode": "collapse", "keep_turns": 1},
+            ):
+                yield Case(f"generated:tool-context-requests#{n}", ("CTX-9",),
+                           "tool_context_requests", rows_json(rows), {"tool_context": chosen})
+
+
 ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases,
-       held_cut_cases)
+       held_cut_cases, tool_context_cases)
 
 
 def generated_cases() -> list[Case]:

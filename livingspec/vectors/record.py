@@ -26,6 +26,8 @@ SKIPPED_NOTEBOOKS = {
     "the spec's examples",
     "15_frameworks.ipynb": "drives three agent frameworks through the integrations "
     "(frameworks, not rules)",
+    "16_tool_context.ipynb": "replays recorded sessions under the field's policies: what-if "
+    "runs; its rules' vectors are generated (`tool_context_cases`)",
 }
 """Notebooks whose code is not run for vectors, and why; every other chapter is."""
 
