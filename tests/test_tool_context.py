@@ -256,3 +256,82 @@ def test_policy_settings_load_and_name_bad_fields() -> None:
         Policy.loads('[tool_context]\nclear_to = "3/2"\n', format="toml")
     with pytest.raises(ValueError, match="keep_turns"):
         collapse_tool_context([], -1)
+
+
+# ------------------------------------------------------------------ every path takes it
+
+
+def openai_session(turns: int) -> list[dict[str, object]]:
+    messages: list[dict[str, object]] = [{"role": "system", "content": "sys"}]
+    for n in range(turns):
+        cid = f"call_{n}"
+        messages += [
+            {"role": "user", "content": f"task {n}"},
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": cid, "type": "function",
+                "function": {"name": "shell", "arguments": '{"cmd":"ls"}'}}]},
+            {"role": "tool", "tool_call_id": cid, "content": f"out {n} " + "x" * 300},
+            {"role": "assistant", "content": f"done {n}"},
+        ]
+    return messages
+
+
+def test_ctx_adapters_send_the_edited_request_and_keep_the_input() -> None:
+    """CTX-1, CTX-6: trim_openai and trim_anthropic take the policy's tool context."""
+    from histtrim.adapters import trim_records
+    from histtrim.adapters.anthropic import trim_anthropic
+    from histtrim.adapters.openai import from_openai, trim_openai
+
+    messages = openai_session(4)
+    frozen = repr(messages)
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=1))
+    done = trim_openai(messages, budget_tokens=10**6, policy=collapse)
+    assert repr(messages) == frozen and done.tool_context is not None
+    assert done.records[2] == {"role": "assistant", "content": exchange_summary(1)}
+    assert [m["role"] for m in done.records[:4]] == ["system", "user", "assistant", "assistant"]
+    assert done.records[-4:] == messages[-4:] and done.event is None
+    assert not validate_tool_pairing(from_openai(done.records))
+
+    clear = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0,
+                                            clear_inputs=True))
+    cleared = trim_openai(messages, budget_tokens=10**6, policy=clear)
+    tools = [m for m in cleared.records if m["role"] == "tool"]
+    assert [m["content"] for m in tools[:3]] == ["[cleared]"] * 3 and tools[3] == messages[-2]
+    assert cleared.records[2]["tool_calls"][0]["function"]["arguments"] == "{}"  # type: ignore[index]
+
+    body = {"model": "m", "system": "sys", "messages": [
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "t1", "name": "grep", "input": {"q": "x"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "big " * 100}]},
+        {"role": "assistant", "content": "found"},
+        {"role": "user", "content": "next"},
+    ]}
+    every = Policy(tool_context=ToolContext(mode="clear", keep=0, trigger_tokens=0,
+                                            clear_inputs=True))
+    sent, _ = trim_anthropic(body, budget_tokens=10**6, policy=every)
+    block = sent["messages"][2]["content"][0]
+    assert block == {"type": "tool_result", "tool_use_id": "t1", "content": "[cleared]"}
+    # a carrier names no call id, so clear_inputs reaches only native results' calls
+    assert sent["messages"][1]["content"][0]["input"] == {"q": "x"}
+    assert body["messages"][2]["content"][0]["content"] == "big " * 100  # type: ignore[index]
+    with pytest.raises(ValueError, match=r"policy\.tool_context"):
+        trim_records(messages, from_openai(messages), budget_tokens=10**6, policy=clear)
+
+
+def test_ctx_9_a_caller_passing_the_whole_history_resends_a_stable_prefix() -> None:
+    """CTX-9 through trim_openai: a held clear replays from the history alone."""
+    from histtrim.adapters.openai import trim_openai
+
+    messages = openai_session(14)
+    held = Policy(tool_context=ToolContext(
+        mode="clear", keep=2, trigger_tokens=800, hold=True, clear_to=Fraction(1, 2)))
+    per_hop = Policy(tool_context=ToolContext(mode="clear", keep=2, trigger_tokens=800))
+
+    def breaks(policy: Policy) -> int:
+        sent = [trim_openai(messages[:end], budget_tokens=10**6, policy=policy).records
+                for end in range(5, len(messages) + 1, 4)]
+        return sum(1 for a, b in pairwise(sent) if b[: len(a)] != a)
+
+    assert 0 < breaks(held) < breaks(per_hop)

@@ -5,8 +5,8 @@ come back untouched."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from histtrim._checks import non_negative
@@ -15,6 +15,7 @@ from histtrim.events import HistoryTrimmed
 from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
+from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
 from histtrim.turns import index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim
@@ -36,6 +37,9 @@ class RecordTrimResult(Generic[R]):
     crumb_inserted: bool
     events: tuple[HistoryTrimmed, ...] = ()
     """Every drop's event: two when both limits dropped turns (`event` is the last)."""
+    tool_context: ToolContextEdit | None = None
+    """The policy's tool context edit of the kept rows (CTX-1..9), when it sets one: `records`
+    and `rows` are then the request to send, the rows it left out or cleared rewritten."""
 
     @property
     def trimmed(self) -> bool:
@@ -66,6 +70,7 @@ def trim_records(
     budget_in_force: int = 0,
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
+    edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
 
@@ -76,7 +81,8 @@ def trim_records(
     reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere. A
     `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
     event's figures (`histtrim.counting`). A `policy` with a low-water mark holds the cut the
-    `Agent` would hold over the requests these rows record (`trim_records_held`)."""
+    `Agent` would hold over the requests these rows record (`trim_records_held`); one with a
+    `tool_context` edits the kept rows as the request (`edit_record` writes their records)."""
 
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")
@@ -84,6 +90,7 @@ def trim_records(
         records, rows, budget_tokens=budget_tokens, max_turns=max_turns,
         crumb_present=crumb_present, breadcrumb_record=breadcrumb_record,
         budget_in_force=budget_in_force, token_counter=token_counter, policy=policy,
+        edit_record=edit_record,
     )
 
 
@@ -98,12 +105,22 @@ def trim_records_held(
     budget_in_force: int = 0,
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
+    edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
     cut is the one the `Agent` would hold after the requests these rows record, so a caller
     passing the whole history on every request resends a stable prefix; with the spec's
-    targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans."""
+    targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans.
+
+    A policy with a `tool_context` (CTX-1..9) then edits the kept rows as the request to send;
+    `edit_record(record, row)` writes the record of a row the edit changed (the record of the
+    row it stands for, and the new row)."""
+    if policy.tool_context.mode != "off" and edit_record is None:
+        raise ValueError(
+            "policy.tool_context: these records need edit_record to write the rows the "
+            "tool context edit changes"
+        )
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if budget_tokens is None and max_turns is None:
@@ -145,9 +162,33 @@ def trim_records_held(
             plan.kept(rows, None), dropped, len(dropped), plan.first, plan.turns_after, max_turns
         )
     if not plan.trimmed:
-        return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
-    crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
-    return RecordTrimResult(
-        plan.kept(records, crumb_record), kept_rows, result, plan.events[-1],
-        plan.crumb_present, plan.crumb_inserted, plan.events,
+        done = RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
+    else:
+        crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
+        done = RecordTrimResult(
+            plan.kept(records, crumb_record), kept_rows, result, plan.events[-1],
+            plan.crumb_present, plan.crumb_inserted, plan.events,
+        )
+    if edit_record is None or policy.tool_context.mode == "off":
+        return done
+    return _edited(done, policy, token_counter, edit_record)
+
+
+def _edited(
+    done: RecordTrimResult[R],
+    policy: Policy,
+    token_counter: TokenCounter | None,
+    edit_record: Callable[[R, ChatMessage], R],
+) -> RecordTrimResult[R]:
+    """The trimmed records as the request the policy's tool context sends (CTX-1..9): a
+    record whose row is unchanged is kept as it is; the others are written again."""
+    edit = edit_tool_context(
+        done.rows, policy, crumb_present=done.crumb_present, token_counter=token_counter
     )
+    if not edit.changed:
+        return replace(done, tool_context=edit)
+    records = [
+        done.records[src] if row is done.rows[src] else edit_record(done.records[src], row)
+        for row, src in zip(edit.messages, edit.source_rows, strict=True)
+    ]
+    return replace(done, records=records, rows=edit.messages, tool_context=edit)

@@ -34,7 +34,13 @@ from histtrim.adapters.anthropic_checks import (
 )
 from histtrim.adapters.anthropic_write import AnthropicMessage, row_message
 from histtrim.adapters.kinds import json_kind
-from histtrim.carriers import file_marker, image_marker, json_object, tool_results_carrier
+from histtrim.carriers import (
+    file_marker,
+    image_marker,
+    json_object,
+    parse_tool_calls,
+    tool_results_carrier,
+)
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
 from histtrim.policy import SPEC, Policy
 
@@ -132,9 +138,37 @@ def trim_anthropic(
         crumb_present=crumb_present,
         breadcrumb_record=anthropic_breadcrumb() if breadcrumb else None,
         policy=policy,
+        edit_record=_edited_message,
     )
     kept = [record for record in result.records[system:] if record is not None]
     return conversation.to_body(kept), result
+
+
+def _edited_message(message: AnthropicMessage | None, row: ChatMessage) -> AnthropicMessage:
+    """The message of a row the tool context edit changed (CTX-1..9): a collapse summary is
+    an assistant text message; a cleared `[Tool results]` carrier keeps each `tool_result`
+    block (its id, its error flag) with the placeholder as its content; a call whose inputs
+    were cleared keeps its blocks, the cleared calls' `input` emptied."""
+    assert message is not None  # system rows are never edited
+    if row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
+        text = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
+        blocks = [
+            {k: v for k, v in block.items() if k != "content"} | {"content": text}
+            if isinstance(block, Mapping) and block.get("type") == "tool_result" else block
+            for block in message["content"]
+        ]
+        return {**message, "content": blocks}
+    parsed = parse_tool_calls(row)
+    if parsed is None:
+        return {"role": "assistant", "content": row.content}
+    emptied = {call.id for call in parsed.calls if call.arguments == "{}"}
+    blocks = [
+        {**block, "input": {}}
+        if isinstance(block, Mapping) and block.get("type") == "tool_use"
+        and block.get("id") in emptied else block
+        for block in message["content"]
+    ]
+    return {**message, "content": blocks}
 
 
 # -- messages -> rows --------------------------------------------------------------------

@@ -102,7 +102,20 @@ def trim_openai(
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
         policy=policy,
+        edit_record=_edited_message,
     )
+
+
+def _edited_message(message: OpenAIMessage, row: ChatMessage) -> OpenAIMessage:
+    """The message of a row the tool context edit changed (CTX-1..9): a cleared result or a
+    collapse summary, written as the row says; the message's other keys are kept."""
+    written = _to_message(row)
+    kept = {k: v for k, v in message.items() if k not in _WRITTEN_KEYS}
+    return {**written, **kept}
+
+
+_WRITTEN_KEYS = frozenset(("role", "content", "tool_calls", "tool_call_id"))
+"""What the edited row says; a message's other keys (`name`, ...) stay as they were."""
 
 
 # -- messages -> rows --------------------------------------------------------------------
