@@ -335,3 +335,32 @@ def test_ctx_9_a_caller_passing_the_whole_history_resends_a_stable_prefix() -> N
         return sum(1 for a, b in pairwise(sent) if b[: len(a)] != a)
 
     assert 0 < breaks(held) < breaks(per_hop)
+
+
+def test_ctx_cli_trim_writes_the_request_the_policy_sends(
+    tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CTX-1 and CTX-5 through `histtrim trim --policy`: the output is the collapsed
+    request; the input file is left as it is; an Anthropic body is refused naming the field."""
+    import json
+    from pathlib import Path
+
+    from histtrim.cli import main
+
+    folder = Path(str(tmp_path))
+    session = folder / "s.jsonl"
+    session.write_text("".join(json.dumps(m) + "\n" for m in openai_session(3)))
+    before = session.read_bytes()
+    policy = folder / "collapse.toml"
+    policy.write_text('[tool_context]\nmode = "collapse"\nkeep_turns = 0\n')
+    assert main(["trim", str(session), "--budget", "100000", "--policy", str(policy)]) == 0
+    out, err = capsys.readouterr()
+    sent = [json.loads(line) for line in out.splitlines()]
+    assert [m["content"] for m in sent[2:4]] == [exchange_summary(1), "done 0"]
+    assert sent[-4:] == openai_session(3)[-4:] and session.read_bytes() == before
+    assert "tool context: 2 turns collapsed" in err
+    body = folder / "body.json"
+    body.write_text(json.dumps({"model": "m", "system": "s", "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "x"}]}]}))
+    assert main(["trim", str(body), "--budget", "100", "--policy", str(policy)]) != 0
+    assert "tool_context" in capsys.readouterr().err

@@ -102,11 +102,11 @@ def trim_openai(
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
         policy=policy,
-        edit_record=_edited_message,
+        edit_record=edited_message,
     )
 
 
-def _edited_message(message: OpenAIMessage, row: ChatMessage) -> OpenAIMessage:
+def edited_message(message: Mapping[str, Any], row: ChatMessage) -> OpenAIMessage:
     """The message of a row the tool context edit changed (CTX-1..9): a cleared result or a
     collapse summary, written as the row says; the message's other keys are kept."""
     written = _to_message(row)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
-from histtrim.adapters.openai import openai_breadcrumb
+from histtrim.adapters.openai import edited_message, openai_breadcrumb
 from histtrim.adapters.rewrite import (
     FileTrim,
     file_trim,
@@ -38,6 +38,7 @@ from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime
+from histtrim.tool_context import edit_tool_context
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex, index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim, trim_structured
@@ -87,6 +88,8 @@ class _Outcome:
     """The breadcrumb row's share of `tokens` (0: the output has none)."""
     warnings: list[str] | None = None
     """The pairing warnings, when the reader found them in its pass (else from `written`)."""
+    tool_note: str = ""
+    """What the policy's tool context edit did (CTX-1..9), for the summary line."""
 
 
 def _policy(args: argparse.Namespace) -> Policy:
@@ -142,10 +145,50 @@ def _trim_rows(
     if plan.trimmed:
         outcome.records = plan.kept(session.records, _crumb_record(session))
     outcome.written = plan.kept(rows, breadcrumb_message()) if plan.trimmed else rows
+    if limits.policy.tool_context.mode != "off":
+        _edit_tool_context(session, outcome, limits, plan.crumb_present or crumb)
     return outcome
 
 
+def _edit_tool_context(
+    session: Session, outcome: _Outcome, limits: _Limits, crumb: bool
+) -> None:
+    """The policy's tool context edit (CTX-1..9) of the rows written: the output is then the
+    request to send (the stored history is the input file, left as it is)."""
+    rows = list(outcome.written)
+    records = session.records if outcome.records is None else outcome.records
+    edit = edit_tool_context(
+        rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter
+    )
+    if not edit.changed:
+        return
+    write = edited_message if session.format == "openai" else _edited_row
+    outcome.records = [
+        records[src] if row is rows[src] else write(records[src], row)
+        for row, src in zip(edit.messages, edit.source_rows, strict=True)
+    ]
+    outcome.written = edit.messages
+    outcome.tokens = limits.pricing.total(edit.messages)
+    outcome.tool_note = (
+        f"; tool context: {_count(edit.collapsed_turns, 'turn')} collapsed"
+        if edit.collapsed_turns else
+        f"; tool context: {_count(edit.cleared_results, 'result')} cleared"
+    )
+
+
+def _edited_row(record: dict[str, Any], row: ChatMessage) -> dict[str, Any]:
+    """A histtrim row record the tool context edit changed: its role and content as the row
+    says, its other keys (`kind`) kept."""
+    return {**{k: v for k, v in record.items() if k not in ("role", "content")},
+            "role": row.role, "content": row.content}
+
+
 def _trim_structured(session: Session, limits: _Limits, crumb: bool) -> _Outcome:
+    if limits.policy.tool_context.mode != "off":
+        raise InputError(
+            session.path, "a tool_context policy (--policy) edits the request of "
+            "provider-facing rows; structured items have none", field="kind",
+        )
     if holds_cut(limits.policy):
         raise InputError(
             session.path, "a low-water target (--policy, --token-target, --turn-target) holds "
@@ -222,7 +265,7 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
             f"histtrim: nothing to trim in {path}: {_count(outcome.turns, 'turn')}, "
             f"{_count(outcome.tokens, 'token')}"
         )
-    text += f" ({limits.describe()})"
+    text += f"{outcome.tool_note} ({limits.describe()})"
     budget = limits.budget or 0
     if budget and outcome.tokens > budget and outcome.turns == 0:
         text += (
@@ -321,7 +364,14 @@ def cmd_trim(args: argparse.Namespace) -> int:
     output: bytes | Iterator[bytes | memoryview] = data
     # The file's columns are priced with the spec's constants: another policy takes the
     # session reader, but for an Anthropic body, which only the file reader reads.
-    custom = _policy(args) != SPEC and (args.format or sniff(data)) != "anthropic"
+    policy = _policy(args)
+    anthropic = (args.format or sniff(data)) == "anthropic"
+    if policy.tool_context.mode != "off" and anthropic:
+        raise InputError(
+            "--policy", "tool_context: an Anthropic body is trimmed on its columns here; "
+            "use the library's trim_anthropic(policy=...) for its tool context edit",
+        )
+    custom = policy != SPEC and not anthropic
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
