@@ -364,3 +364,31 @@ def test_ctx_cli_trim_writes_the_request_the_policy_sends(
         {"role": "user", "content": [{"type": "text", "text": "x"}]}]}))
     assert main(["trim", str(body), "--budget", "100", "--policy", str(policy)]) != 0
     assert "tool_context" in capsys.readouterr().err
+
+
+def test_ctx_9_the_agent_sends_held_clears_with_a_stable_prefix() -> None:
+    """CTX-9 in the Agent: its requests extend each other between clears; per hop they break
+    more often. Nothing stored is cleared (CTX-5)."""
+
+    def run(settings: ToolContext) -> tuple[int, Agent]:
+        policy = Policy(tool_context=settings)
+        runtime = resolve_runtime(
+            RuntimeProfile(max_context_tokens=0, max_tool_iterations=50),
+            ProviderProfile(model="m", context_window=1_000_000), None, policy=policy,
+        )
+        agent = Agent(ScriptedProvider(), runtime, system_prompt="sys",
+                      tools=[lambda: "y" * 600], policy=policy)
+        sent: list[tuple[ChatMessage, ...]] = []
+        for n in range(6):
+            calls = [ProviderReply(tool_calls=(ToolCall(id=f"k{n}_{i}", name="<lambda>"),))
+                     for i in range(3)]
+            agent.provider = ScriptedProvider([*calls, ProviderReply(text=f"done {n}")])
+            agent.turn(f"task {n}")
+            sent += [r.messages for r in agent.provider.requests]
+        return sum(1 for a, b in pairwise(sent) if b[: len(a)] != a), agent
+
+    held, agent = run(ToolContext(mode="clear", keep=2, trigger_tokens=1_500, hold=True,
+                                  clear_to=Fraction(1, 2)))
+    per_hop, _ = run(ToolContext(mode="clear", keep=2, trigger_tokens=1_500))
+    assert 0 < held < per_hop
+    assert not any("[cleared]" in row.content for row in agent.working_history())
