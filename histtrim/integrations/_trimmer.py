@@ -9,22 +9,24 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
-from histtrim.adapters import trim_records, trim_records_held
+from histtrim.adapters import trim_records_held
+from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import holds_cut
 from histtrim.messages import ChatMessage
-from histtrim.pairing import validate_tool_pairing
+from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime, resolve_runtime
+from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns
 
 U = TypeVar("U")
+T = TypeVar("T")
 
 OnTrim = Callable[[HistoryTrimmed], object]
 """Receives each `HistoryTrimmed` (SEEN-2), e.g. `EventBus` transport's `send` or `list.append`."""
@@ -36,14 +38,109 @@ class ToolPairingError(ValueError):
     """The request would break the tool-pairing rule providers enforce: it is not sent."""
 
 
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """One unit's provider-facing row and its price as an older row and as a row of the
+    current turn (`Pricing.both`), the non-text parts its text does not carry included."""
+
+    row: ChatMessage
+    older: int
+    current: int
+
+
+class PriceCache:
+    """Each unit's row and prices, computed once per integration instance.
+
+    A framework passes the same prefix on every model call, so a unit already seen is not
+    priced again (a `token_counter` is called once per row per session): a unit is found by
+    the identity of its objects (`anchors`, held while the entry lives, so an id is never
+    reused under it), else by its row's content, which is what its price depends on (a
+    framework that copies its messages pays for the row's text, never for the counter).
+    Two generations of at most `limit` entries each bound the memory; entries are pure
+    values, so concurrent calls can at worst price a row twice."""
+
+    def __init__(self, pricing: Pricing, limit: int = 8192) -> None:
+        self.pricing = pricing
+        self.limit = limit
+        self._ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
+        self._old_ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
+        self._rows: dict[tuple[str, str, int], Priced] = {}
+        self._old_rows: dict[tuple[str, str, int], Priced] = {}
+        self._groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
+        self._old_groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
+
+    def get(
+        self, anchors: tuple[object, ...], build: Callable[[], tuple[ChatMessage, int]]
+    ) -> Priced:
+        """The unit's priced row: cached by its objects' identity, else by its row."""
+        key = tuple(map(id, anchors))
+        hit = self._ids.get(key) or self._old_ids.get(key)
+        if hit is not None:
+            if len(self._ids) < self.limit:
+                self._ids[key] = hit
+            return hit[1]
+        row, parts = build()
+        content = (row.role, row.content, parts)
+        priced = self._rows.get(content) or self._old_rows.get(content)
+        if priced is None:
+            older, current = self.pricing.both(row, parts)
+            priced = Priced(row, older, current)
+        self._keep(content, priced)
+        self._ids[key] = (anchors, priced)
+        return priced
+
+    def group(
+        self, anchors: tuple[object, ...], build: Callable[[], Sequence[tuple[T, ChatMessage, int]]]
+    ) -> tuple[tuple[T, Priced], ...]:
+        """`get` for an object that stands for several units (a pydantic-ai request's parts):
+        each unit's tag (`build`'s first item) and priced row."""
+        key = tuple(map(id, anchors))
+        hit = self._groups.get(key) or self._old_groups.get(key)
+        if hit is not None:
+            if len(self._groups) < self.limit:
+                self._groups[key] = hit
+            return hit[1]
+        out = tuple((tag, self.priced(row, parts)) for tag, row, parts in build())
+        self._groups[key] = (anchors, out)
+        return out
+
+    def _keep(self, content: tuple[str, str, int], priced: Priced) -> None:
+        if len(self._rows) >= self.limit or len(self._ids) >= self.limit or len(
+                self._groups) >= self.limit:
+            self._old_rows, self._rows = self._rows, {}
+            self._old_ids, self._ids = self._ids, {}
+            self._old_groups, self._groups = self._groups, {}
+        self._rows[content] = priced
+
+    def fit(self, units: int) -> None:
+        """Room for a call of `units` units and the next one: a history longer than the
+        limit would otherwise evict itself on every call."""
+        self.limit = max(self.limit, 2 * units + 1024)
+
+    def priced(self, row: ChatMessage, parts: int = 0) -> Priced:
+        """A row the framework does not hold (the instructions): by its content only."""
+        content = (row.role, row.content, parts)
+        priced = self._rows.get(content) or self._old_rows.get(content)
+        if priced is None:
+            older, current = self.pricing.both(row, parts)
+            priced = Priced(row, older, current)
+            self._keep(content, priced)
+        return priced
+
+
 @dataclass(frozen=True)
 class Trimmed(Generic[U]):
-    """The units to send, their rows, whether the breadcrumb leads them, and the events."""
+    """The units to send, their rows, whether the breadcrumb leads them, the events, and the
+    estimate of exactly what is sent (`tokens`: the population a provider's usage report for
+    this request counts, issue 43's `reported_population_estimated`)."""
 
     units: list[U]
     rows: list[ChatMessage]
     crumb_present: bool
     events: tuple[HistoryTrimmed, ...]
+    tokens: int = 0
+    priced: list[Priced] = field(default_factory=list)
+    """Each unit's priced row (the breadcrumb's included), as `units`."""
 
     @property
     def trimmed(self) -> bool:
@@ -106,6 +203,9 @@ class Trimmer:
         self.pricing = Pricing(self.policy, token_counter)
         """How every figure is priced: the policy's constants and the counter, if any."""
         self.on_trim = on_trim
+        self.cache = PriceCache(self.pricing)
+        self._crumb_priced: Priced | None = None
+        """Each unit's row and prices, once per instance (`PriceCache`)."""
 
     def __repr__(self) -> str:
         return (
@@ -119,65 +219,66 @@ class Trimmer:
         return self.pricing.total(rows)
 
     def trim(
-        self, units: Sequence[U], rows: Sequence[ChatMessage], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
     ) -> Trimmed[U]:
         """The turn limit (KEEP-2, LIMIT-1), then the token budget (KEEP-1, RUN-1), by whole
-        turns; a drop inserts `crumb` after the leading system units (SEEN-1) and emits one
-        event (SEEN-2). Nothing to drop: the same units, in order (TURN-6). A policy with a
-        low-water mark plans both limits in one replay (`trim_records_held`)."""
-        if holds_cut(self.policy):
-            done = trim_records_held(
-                list(units), list(rows), max_turns=self.max_turns,
-                budget_tokens=self.budget_tokens, budget_in_force=self.budget_tokens,
-                crumb_present=crumb_present, breadcrumb_record=crumb,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            self._emit(done.events)
-            return Trimmed(done.records, done.rows, done.crumb_present, done.events)
-        out_units, out_rows, events = list(units), list(rows), []
-        if self.max_turns is not None:
-            done = trim_records(
-                out_units, out_rows, max_turns=self.max_turns, crumb_present=crumb_present,
-                breadcrumb_record=crumb, budget_in_force=self.budget_tokens,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            out_units, out_rows, crumb_present = done.records, done.rows, done.crumb_present
-            if done.event is not None:
-                events.append(done.event)
-        if self.budget_tokens > 0:
-            done = trim_records(
-                out_units, out_rows, budget_tokens=self.budget_tokens,
-                crumb_present=crumb_present, breadcrumb_record=crumb,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            out_units, out_rows, crumb_present = done.records, done.rows, done.crumb_present
-            if done.event is not None:
-                events.append(done.event)
-        self._emit(events)
-        return Trimmed(out_units, out_rows, crumb_present, tuple(events))
+        turns, in one plan (`trim_records_held`: a low-water policy holds the Agent's cut);
+        a drop inserts `crumb` after the leading system units (SEEN-1) and emits one event
+        per limit (SEEN-2). Nothing to drop: the same units, in order (TURN-6)."""
+        return self._plan(units, priced, crumb, crumb_present, self.budget_tokens,
+                          self.max_turns, after_overflow=False)
 
     def reactive(
-        self, units: Sequence[U], rows: Sequence[ChatMessage], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
     ) -> Trimmed[U] | None:
-        """After the provider reported an overflow for these rows: trim them to two thirds of
-        their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
+        """After the provider reported an overflow for these units: trim them to two thirds
+        of their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
+        rows = [p.row for p in priced]
         if index_turns(rows, crumb_present=crumb_present).turn_count <= 1:
             return None
-        target = self.policy.reactive_tokens(self.estimate(rows))
-        done = trim_records(
-            list(units), list(rows), budget_tokens=target, crumb_present=crumb_present,
-            breadcrumb_record=crumb, token_counter=self.token_counter, policy=self.policy,
+        target = self.policy.reactive_tokens(self._size(priced, rows, crumb_present))
+        return self._plan(units, priced, crumb, crumb_present, target, None,
+                          after_overflow=True)
+
+    def _size(self, priced: Sequence[Priced], rows: Sequence[ChatMessage], crumb: bool) -> int:
+        current = index_turns(rows, crumb_present=crumb).current_turn_after + 1
+        return sum(p.older for p in priced[:current]) + sum(p.current for p in priced[current:])
+
+    def _plan(
+        self, units: Sequence[U], priced: Sequence[Priced], crumb: U, crumb_present: bool,
+        budget: int, max_turns: int | None, *, after_overflow: bool,
+    ) -> Trimmed[U]:
+        rows = [p.row for p in priced]
+        done = trim_records_held(
+            list(zip(units, priced, strict=True)), rows, max_turns=max_turns,
+            budget_tokens=budget, budget_in_force=self.budget_tokens,
+            crumb_present=crumb_present, breadcrumb_record=(crumb, self._crumb()),
+            token_counter=self.token_counter, policy=self.policy,
+            prices=([p.older for p in priced], [p.current for p in priced]),
         )
-        events = () if done.event is None else (done.event.after_overflow(),)
+        events = done.events
+        if after_overflow:
+            events = tuple(event.after_overflow() for event in events[-1:])
         self._emit(events)
-        return Trimmed(done.records, done.rows, done.crumb_present, events)
+        tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
+        return Trimmed([unit for unit, _ in done.records], done.rows, done.crumb_present,
+                       events, tokens, [p for _, p in done.records])
+
+    def _crumb(self) -> Priced:
+        """The breadcrumb row and its price (a plain row, SEEN-1), made once."""
+        if self._crumb_priced is None:
+            row = breadcrumb_message()
+            price = self.pricing.plain(row)
+            self._crumb_priced = Priced(row, price, price)
+        return self._crumb_priced
 
     @staticmethod
     def check_pairing(rows: Sequence[ChatMessage]) -> None:
         """Refuse a request every OpenAI-style API would reject (PAIR-1): a call without its
         results, or a result without its call. Whole-turn trims never cause one; a history
         broken before it reached the integration is reported here, not sent."""
-        errors = [problem for problem in validate_tool_pairing(rows) if problem.is_error]
+        errors = [problem for problem in validate_tool_pairing(rows)
+                  if problem.is_error and not _around_an_empty_id(rows, problem)]
         if errors:
             raise ToolPairingError(
                 f"the request breaks tool pairing and was not sent: {errors[0]}"
@@ -193,6 +294,23 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _around_an_empty_id(rows: Sequence[ChatMessage], problem: PairingProblem) -> bool:
+    """Whether a pairing problem is one the framework resolves, never a broken history: an
+    empty call id (Gemini's OpenAI-compatible endpoint, LM Studio) is sent as is or replaced
+    by a fresh id when the request is written (pydantic-ai), so a call with id "" left
+    unanswered, or a result right after a dispatch holding such a call (the framework's
+    answer under an id it made), is sent as the framework alone would send it."""
+    if problem.tool_call_id == "":
+        return True
+    if problem.kind != "orphan_result":
+        return False
+    position = problem.position - 1
+    while position >= 0 and rows[position].role == "tool":
+        position -= 1
+    ids = tool_call_ids(rows[position]) if position >= 0 else None
+    return ids is not None and "" in ids
 
 
 def _count(name: str, value: object) -> int:

@@ -14,12 +14,13 @@ the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[lan
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
-from histtrim.adapters.langchain import from_langchain
+from histtrim.adapters.langchain import langchain_row
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -106,8 +107,23 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         items: list[AnyMessage] = list(messages)
         crumb: AnyMessage = breadcrumb()
         return self.trimmer.trim(
-            items, from_langchain(items), crumb=crumb, crumb_present=has_breadcrumb(items)
+            items, self.priced(items), crumb=crumb, crumb_present=has_breadcrumb(items)
         )
+
+    def priced(self, messages: Sequence[AnyMessage]) -> list[Priced]:
+        """Each message's row (`histtrim.adapters.langchain.langchain_row`) and prices, each
+        message priced once per middleware (`PriceCache`)."""
+        cache = self.trimmer.cache
+        cache.fit(len(messages))
+        out: list[Priced] = []
+        for i, message in enumerate(messages):
+            anchors = (message, message.content, getattr(message, "tool_calls", None),
+                       getattr(message, "tool_call_id", None))
+            try:
+                out.append(cache.get(anchors, partial(langchain_row, message)))
+            except (ValueError, TypeError) as error:
+                raise ValueError(f"messages[{i}]: {error}") from None
+        return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """With `persist=True`: trim the stored messages (the system prompt is not in the
@@ -137,7 +153,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelRequest[Any]:
         crumb: AnyMessage = breadcrumb()
         done = self.trimmer.reactive(
-            sent.units, sent.rows, crumb=crumb, crumb_present=sent.crumb_present
+            sent.units, sent.priced, crumb=crumb, crumb_present=sent.crumb_present
         )
         if done is None:
             raise error
