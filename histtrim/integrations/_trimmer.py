@@ -9,8 +9,10 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
 from histtrim.adapters import trim_records_held
@@ -25,6 +27,7 @@ from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns
 
+_ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
 U = TypeVar("U")
 T = TypeVar("T")
 
@@ -129,6 +132,45 @@ class PriceCache:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """A history an instance priced: its items, and the units and priced rows made of them."""
+
+    items: list[Any]
+    units: list[Any]
+    priced: list[Priced]
+
+
+class Prefixes:
+    """The last few histories an instance priced, so a call that extends one (a framework
+    passes the same prefix on every model call) reuses its units and prices and makes only
+    the new items': the prefix is checked at C speed (list equality, identity first: an
+    equal item makes an equal row). `keep` histories are remembered (concurrent sessions on
+    one instance); an item the framework changed in place after a call is not seen."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._seen: list[Seen] = []
+
+    def find(self, items: Sequence[Any]) -> Seen | None:
+        """The longest remembered history that `items` starts with, if any."""
+        best: Seen | None = None
+        for seen in list(self._seen):
+            size = len(seen.items)
+            if size > len(items) or (best is not None and size <= len(best.items)):
+                continue
+            try:
+                same = items[:size] == seen.items
+            except Exception:  # an item whose equality fails: no reuse, never a failure
+                same = False
+            if same:
+                best = seen
+        return best
+
+    def remember(self, items: Sequence[Any], units: list[Any], priced: list[Priced]) -> None:
+        self._seen = [Seen(list(items), units, priced), *self._seen[: self.keep - 1]]
+
+
+@dataclass(frozen=True)
 class Trimmed(Generic[U]):
     """The units to send, their rows, whether the breadcrumb leads them, the events, and the
     estimate of exactly what is sent (`tokens`: the population a provider's usage report for
@@ -204,6 +246,8 @@ class Trimmer:
         """How every figure is priced: the policy's constants and the counter, if any."""
         self.on_trim = on_trim
         self.cache = PriceCache(self.pricing)
+        self.prefixes = Prefixes()
+        """The last histories priced, whose units and prices a longer one reuses."""
         self._crumb_priced: Priced | None = None
         """Each unit's row and prices, once per instance (`PriceCache`)."""
 
@@ -248,21 +292,32 @@ class Trimmer:
         self, units: Sequence[U], priced: Sequence[Priced], crumb: U, crumb_present: bool,
         budget: int, max_turns: int | None, *, after_overflow: bool,
     ) -> Trimmed[U]:
-        rows = [p.row for p in priced]
-        done = trim_records_held(
-            list(zip(units, priced, strict=True)), rows, max_turns=max_turns,
+        rows = list(map(_ROW, priced))
+        if len(units) != len(rows):
+            raise ValueError(f"units: {len(units)} units but {len(rows)} rows")
+        done = trim_records_held(  # records: the units' positions (ints: no garbage to collect)
+            range(len(rows)), rows, max_turns=max_turns,
             budget_tokens=budget, budget_in_force=self.budget_tokens,
-            crumb_present=crumb_present, breadcrumb_record=(crumb, self._crumb()),
+            crumb_present=crumb_present, breadcrumb_record=-1,
             token_counter=self.token_counter, policy=self.policy,
-            prices=([p.older for p in priced], [p.current for p in priced]),
+            prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
         )
         events = done.events
         if after_overflow:
             events = tuple(event.after_overflow() for event in events[-1:])
         self._emit(events)
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
-        return Trimmed([unit for unit, _ in done.records], done.rows, done.crumb_present,
-                       events, tokens, [p for _, p in done.records])
+        if not done.trimmed:
+            return Trimmed(list(units), done.rows, done.crumb_present, events, tokens,
+                           list(priced))
+        # kept: the leading positions 0..k-1, the breadcrumb (-1) if inserted, then cut..n-1
+        kept = done.records
+        k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != j)
+        crumbs = [crumb] if k < len(kept) and kept[k] == -1 else []
+        cut = kept[k + len(crumbs)] if k + len(crumbs) < len(kept) else len(rows)
+        added = [self._crumb()] if crumbs else []
+        return Trimmed([*units[:k], *crumbs, *units[cut:]], done.rows, done.crumb_present,
+                       events, tokens, [*priced[:k], *added, *priced[cut:]])
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""

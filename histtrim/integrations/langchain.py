@@ -115,14 +115,17 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         message priced once per middleware (`PriceCache`)."""
         cache = self.trimmer.cache
         cache.fit(len(messages))
-        out: list[Priced] = []
-        for i, message in enumerate(messages):
+        seen = self.trimmer.prefixes.find(messages)
+        start = 0 if seen is None else len(seen.items)
+        out: list[Priced] = [] if seen is None else list(seen.priced)
+        for i, message in enumerate(messages[start:], start):
             anchors = (message, message.content, getattr(message, "tool_calls", None),
                        getattr(message, "tool_call_id", None))
             try:
                 out.append(cache.get(anchors, partial(langchain_row, message)))
             except (ValueError, TypeError) as error:
                 raise ValueError(f"messages[{i}]: {error}") from None
+        self.trimmer.prefixes.remember(messages, [], out)
         return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:

@@ -108,12 +108,12 @@ def to_rows(items: Sequence[Any]) -> tuple[list[Unit], list[ChatMessage]]:
     return units, rows
 
 
-def item_units(items: Sequence[Any]) -> list[Unit]:
-    """The units of the input items: each user, system and output item alone, each run of
-    assistant-side items together."""
+def item_units(items: Sequence[Any], start: int = 0) -> list[Unit]:
+    """The units of the input items from `start` (a unit's first item): each user, system
+    and output item alone, each run of assistant-side items together."""
     units: list[Unit] = []
     group: list[int] = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(items[start:], start):
         if not isinstance(item, dict):
             raise ValueError(f"input[{i}]: expected an input item (a dict), got {type(item)}")
         if _side(item) == "assistant":
@@ -347,10 +347,18 @@ def priced_units(
     """`HisttrimInputFilter.priced` with `trimmer`'s cache."""
     cache = trimmer.cache
     cache.fit(len(items))
-    units = item_units(items)
-    priced = [
-        cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in units
-    ]
+    seen = trimmer.prefixes.find(items)
+    units: list[Unit] = []
+    priced: list[Priced] = []
+    if seen is not None and seen.units:  # its last unit may be a run the new items continue
+        units, priced = seen.units[:-1], seen.priced[:-1]
+    start = units[-1][-1] + 1 if units else 0
+    tail = item_units(items, start)
+    units = [*units, *tail]
+    priced = [*priced, *(
+        cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
+    )]
+    trimmer.prefixes.remember(items, units, priced)
     if instructions:
         units = [INSTRUCTIONS, *units]
         priced = [cache.priced(ChatMessage.system(instructions)), *priced]

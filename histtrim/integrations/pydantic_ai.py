@@ -303,13 +303,16 @@ class HisttrimCapability(AbstractCapability[Any]):
         priced once per capability (`PriceCache`)."""
         cache = self.trimmer.cache
         cache.fit(len(messages))
-        units: list[Unit] = []
-        priced: list[Priced] = []
-        for m, message in enumerate(messages):
+        seen = self.trimmer.prefixes.find(messages)
+        start = 0 if seen is None else len(seen.items)
+        units: list[Unit] = [] if seen is None else list(seen.units)
+        priced: list[Priced] = [] if seen is None else list(seen.priced)
+        for m, message in enumerate(messages[start:], start):
             anchors = (message, *getattr(message, "parts", ()))
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
+        self.trimmer.prefixes.remember(messages, units, priced)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
