@@ -44,6 +44,12 @@ from .messages import (
 )
 from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
 from .policy import Policy
+from .reported_usage import (
+    ReportedTrim,
+    reported_input_tokens,
+    trim_to_reported_budget,
+    trim_to_reported_budget_with_crumb,
+)
 from .route import ResolvedRuntime, resolve_runtime, select_route
 from .safety import (
     DEFAULT_CHANNEL_CACHE_ROWS,
@@ -99,6 +105,7 @@ __all__ = [
     "ProviderProfile",
     "ProviderReply",
     "ProviderRequest",
+    "ReportedTrim",
     "ResolvedRuntime",
     "RuntimeProfile",
     "SweepResult",
@@ -130,6 +137,7 @@ __all__ = [
     "message_costs",
     "opens_turn",
     "parse_tool_result",
+    "reported_input_tokens",
     "resolve_runtime",
     "select_route",
     "sweep_orphans",
@@ -138,5 +146,7 @@ __all__ = [
     "trim_conversation_to_recent_turns",
     "trim_to_recent_turn_count",
     "trim_to_recent_turns",
+    "trim_to_reported_budget",
+    "trim_to_reported_budget_with_crumb",
     "validate_tool_pairing",
 ]
