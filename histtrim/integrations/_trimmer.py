@@ -9,9 +9,10 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
 
@@ -22,7 +23,13 @@ from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import ChatMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    calibrated,
+    reported_input_tokens,
+    scaled_budget,
+)
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns
@@ -131,13 +138,20 @@ class PriceCache:
         return priced
 
 
-@dataclass(frozen=True)
+@dataclass
 class Seen:
-    """A history an instance priced: its items, and the units and priced rows made of them."""
+    """A history an instance priced: its items, the units and priced rows made of them, and
+    what the reported-usage trim (USAGE-1..6) holds for it and for every history that extends
+    it: `floor`, the first unit a reported-usage trim kept (0: none; the framework's history
+    still holds the dropped turns, so the cut is held here), and `report`, the last usage
+    report for a request made from it that is still to be applied: (reported input tokens,
+    the estimate of exactly the population that request sent)."""
 
     items: list[Any]
     units: list[Any]
     priced: list[Priced]
+    floor: int = 0
+    report: tuple[int, int] | None = None
 
 
 class Prefixes:
@@ -150,6 +164,7 @@ class Prefixes:
     def __init__(self, keep: int = 4) -> None:
         self.keep = keep
         self._seen: list[Seen] = []
+        self._last = threading.local()
 
     def find(self, items: Sequence[Any]) -> Seen | None:
         """The longest remembered history that `items` starts with, if any."""
@@ -166,8 +181,58 @@ class Prefixes:
                 best = seen
         return best
 
-    def remember(self, items: Sequence[Any], units: list[Any], priced: list[Priced]) -> None:
-        self._seen = [Seen(list(items), units, priced), *self._seen[: self.keep - 1]]
+    def remember(
+        self, items: Sequence[Any], units: list[Any], priced: list[Priced],
+        extends: Seen | None = None,
+    ) -> Seen:
+        """Remember a history priced now (inheriting what the one it `extends` holds); it is
+        also `last()` for this thread until the next one (the trim that follows reads it)."""
+        seen = Seen(list(items), units, priced)
+        if extends is not None:
+            seen.floor, seen.report = extends.floor, extends.report
+        self._seen = [seen, *self._seen[: self.keep - 1]]
+        self._last.seen = seen
+        return seen
+
+    def last(self) -> Seen | None:
+        """The history this thread priced last (the priced call and its trim run with no
+        await between them, so under asyncio too this is the call's own)."""
+        seen = getattr(self._last, "seen", None)
+        self._last.seen = None
+        return seen
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A trim in positions of the request (-1: the breadcrumb) and its priced rows."""
+
+    positions: Sequence[int]
+    priced: Sequence[Priced]
+    rows: list[ChatMessage]
+    crumb_present: bool
+    events: tuple[HistoryTrimmed, ...]
+    tokens: int
+
+
+def same_model(requested: object, reported: object) -> bool:
+    """Whether a usage report is for the model the request named (USAGE-5: another model's
+    report, e.g. a fallback's, is no report): the same name, or the requested name with a
+    dated snapshot after it (`gpt-4o` answered as `gpt-4o-2024-08-06`). Unknown: the same."""
+    if not isinstance(requested, str) or not isinstance(reported, str):
+        return True
+    if not requested or not reported or requested == reported:
+        return True
+    rest = reported[len(requested):]
+    return reported.startswith(requested) and rest[:1] == "-" and rest[1:2].isdigit()
+
+
+def _first_kept(positions: Sequence[int]) -> int | None:
+    """The first position a cut keeps after the leading ones and the breadcrumb."""
+    for j, position in enumerate(positions):
+        if position == -1 or position != j:
+            after = positions[j + 1] if position == -1 else position
+            return after if position != -1 or j + 1 < len(positions) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -183,6 +248,8 @@ class Trimmed(Generic[U]):
     tokens: int = 0
     priced: list[Priced] = field(default_factory=list)
     """Each unit's priced row (the breadcrumb's included), as `units`."""
+    seen: Seen | None = None
+    """The history the request was made from: a usage report for it is recorded there."""
 
     @property
     def trimmed(self) -> bool:
@@ -268,56 +335,141 @@ class Trimmer:
         """The turn limit (KEEP-2, LIMIT-1), then the token budget (KEEP-1, RUN-1), by whole
         turns, in one plan (`trim_records_held`: a low-water policy holds the Agent's cut);
         a drop inserts `crumb` after the leading system units (SEEN-1) and emits one event
-        per limit (SEEN-2). Nothing to drop: the same units, in order (TURN-6)."""
-        return self._plan(units, priced, crumb, crumb_present, self.budget_tokens,
-                          self.max_turns, after_overflow=False)
+        per limit (SEEN-2). Nothing to drop: the same units, in order (TURN-6).
+
+        When the history was priced just before (`Prefixes.last`), a reported-usage cut held
+        for it is applied first, and a usage report recorded for the request before it is
+        applied after (USAGE-1..6, `report`)."""
+        seen = self.prefixes.last()
+        if seen is not None and len(priced) < len(seen.priced):
+            seen = None  # not the history this trim was given
+        offset = 0 if seen is None else len(priced) - len(seen.priced)
+        positions: Sequence[int] = range(len(priced))
+        rows: Sequence[Priced] = priced
+        if seen is not None and seen.floor:
+            positions, rows, crumb_present = self._held_floor(
+                priced, crumb_present, seen.floor + offset)
+        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns)
+        if seen is not None and seen.report is not None:
+            plan = self._reported(plan, seen, offset)
+        self._emit(plan.events)
+        return self._rebuild(plan, units, priced, crumb, seen)
+
+    def _held_floor(
+        self, priced: Sequence[Priced], crumb_present: bool, floor: int
+    ) -> tuple[list[int], list[Priced], bool]:
+        """The positions (and priced rows) left when those before `floor` (after the system
+        units and the breadcrumb) are left out and the breadcrumb (-1) is in their place: the
+        held reported-usage cut, which the framework's history does not hold."""
+        body = index_turns(list(map(_ROW, priced)), crumb_present=crumb_present).body_start
+        if floor <= body or floor >= len(priced):
+            return list(range(len(priced))), list(priced), crumb_present
+        lead, added = ([], []) if crumb_present else ([-1], [self._crumb()])
+        return ([*range(body), *lead, *range(floor, len(priced))],
+                [*priced[:body], *added, *priced[floor:]], True)
+
+    def report(
+        self, sent: Trimmed[Any] | None, usage: object, *, model: object = None,
+        expected_model: object = None,
+    ) -> None:
+        """Record the provider's usage report for the request `sent`: its input tokens
+        (`reported_input_tokens`, USAGE-5; the frameworks report cached input inside them).
+        No usable report (absent, 0, negative, not an integer, another model's) records
+        nothing: the estimate alone decides. The next call made from that history applies
+        it (`_reported`). Never raises: a guest does not fail its host's run."""
+        try:
+            if sent is None or sent.seen is None or sent.tokens <= 0:
+                return
+            if not same_model(expected_model, model):
+                return
+            reported = reported_input_tokens(usage)
+            if reported is not None:
+                sent.seen.report = (reported, sent.tokens)
+        except Exception:
+            logging.getLogger(LOGGER).exception("histtrim: a usage report was not read")
+
+    def _reported(self, plan: _Plan, seen: Seen, offset: int) -> _Plan:
+        """USAGE-1..4, 6: after a report over the budget, the request is trimmed by whole
+        turns to the budget scaled by estimated / reported (its low-water mark with a
+        `Policy` target below 1), once, and the cut is then held (`Seen.floor`). A report
+        within the budget (or none) never moves the cut."""
+        assert seen.report is not None
+        reported, estimated = seen.report
+        seen.report = None
+        target = self.policy.token_trim_target
+        scaled = scaled_budget(self.budget_tokens, reported, estimated, target=target)
+        if scaled is None:
+            return plan
+        fit = self.policy.model_copy(update={"token_trim_target": 1, "turn_trim_target": 1})
+        moved = self._plan(plan.positions, plan.priced, plan.crumb_present, scaled, None,
+                           policy=fit)
+        if not moved.events:
+            return plan
+        dropped = moved.events[-1]
+        event = dropped.model_copy(update={
+            "tokens_before": reported,
+            "tokens_after": calibrated(moved.tokens, reported, estimated),
+            "budget": low_water_tokens(self.budget_tokens, target),
+            "counter": PROVIDER_UNITS, "target": None if target == 1 else str(target),
+        })
+        first = _first_kept(moved.positions)
+        if first is not None:
+            seen.floor = first - offset
+        return _Plan(moved.positions, moved.priced, moved.rows, moved.crumb_present,
+                     (*plan.events, event), moved.tokens)
 
     def reactive(
         self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
     ) -> Trimmed[U] | None:
         """After the provider reported an overflow for these units: trim them to two thirds
         of their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
-        rows = [p.row for p in priced]
-        if index_turns(rows, crumb_present=crumb_present).turn_count <= 1:
+        rows = list(map(_ROW, priced))
+        index = index_turns(rows, crumb_present=crumb_present)
+        if index.turn_count <= 1:
             return None
-        target = self.policy.reactive_tokens(self._size(priced, rows, crumb_present))
-        return self._plan(units, priced, crumb, crumb_present, target, None,
-                          after_overflow=True)
-
-    def _size(self, priced: Sequence[Priced], rows: Sequence[ChatMessage], crumb: bool) -> int:
-        current = index_turns(rows, crumb_present=crumb).current_turn_after + 1
-        return sum(p.older for p in priced[:current]) + sum(p.current for p in priced[current:])
+        current = index.current_turn_after + 1
+        size = sum(map(_OLDER, priced[:current])) + sum(map(_CURRENT, priced[current:]))
+        target = self.policy.reactive_tokens(size)
+        plan = self._plan(range(len(priced)), priced, crumb_present, target, None)
+        plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
+        self._emit(plan.events)
+        return self._rebuild(plan, units, priced, crumb, None)
 
     def _plan(
-        self, units: Sequence[U], priced: Sequence[Priced], crumb: U, crumb_present: bool,
-        budget: int, max_turns: int | None, *, after_overflow: bool,
-    ) -> Trimmed[U]:
+        self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
+        budget: int, max_turns: int | None, *, policy: Policy | None = None,
+    ) -> _Plan:
+        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb)."""
         rows = list(map(_ROW, priced))
-        if len(units) != len(rows):
-            raise ValueError(f"units: {len(units)} units but {len(rows)} rows")
-        done = trim_records_held(  # records: the units' positions (ints: no garbage to collect)
-            range(len(rows)), rows, max_turns=max_turns,
-            budget_tokens=budget, budget_in_force=self.budget_tokens,
-            crumb_present=crumb_present, breadcrumb_record=-1,
-            token_counter=self.token_counter, policy=self.policy,
+        done = trim_records_held(  # records: positions (ints: no garbage to collect per row)
+            positions, rows, max_turns=max_turns, budget_tokens=budget,
+            budget_in_force=self.budget_tokens, crumb_present=crumb_present,
+            breadcrumb_record=-1, token_counter=self.token_counter,
+            policy=self.policy if policy is None else policy,
             prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
         )
-        events = done.events
-        if after_overflow:
-            events = tuple(event.after_overflow() for event in events[-1:])
-        self._emit(events)
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:
-            return Trimmed(list(units), done.rows, done.crumb_present, events, tokens,
-                           list(priced))
-        # kept: the leading positions 0..k-1, the breadcrumb (-1) if inserted, then cut..n-1
+            return _Plan(positions, priced, rows, crumb_present, (), tokens)
         kept = done.records
-        k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != j)
-        crumbs = [crumb] if k < len(kept) and kept[k] == -1 else []
-        cut = kept[k + len(crumbs)] if k + len(crumbs) < len(kept) else len(rows)
-        added = [self._crumb()] if crumbs else []
-        return Trimmed([*units[:k], *crumbs, *units[cut:]], done.rows, done.crumb_present,
-                       events, tokens, [*priced[:k], *added, *priced[cut:]])
+        k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != positions[j])
+        lead = 1 if done.crumb_inserted else 0
+        skip = len(positions) - (len(kept) - k - lead)
+        return _Plan(kept, [*priced[:k], *([self._crumb()] if lead else []), *priced[skip:]],
+                     done.rows, done.crumb_present, done.events, tokens)
+
+    def _rebuild(
+        self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
+        seen: Seen | None,
+    ) -> Trimmed[U]:
+        """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end."""
+        kept = plan.positions
+        if isinstance(kept, range):
+            out = list(units[kept.start : kept.stop])
+        else:
+            out = [units[i] if i >= 0 else crumb for i in kept]
+        return Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
+                       list(plan.priced), seen)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""

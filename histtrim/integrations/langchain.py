@@ -125,7 +125,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
                 out.append(cache.get(anchors, partial(langchain_row, message)))
             except (ValueError, TypeError) as error:
                 raise ValueError(f"messages[{i}]: {error}") from None
-        self.trimmer.prefixes.remember(messages, [], out)
+        self.trimmer.prefixes.remember(messages, [], out, seen)
         return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -164,17 +164,38 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         system = 0 if request.system_message is None else 1
         return request.override(messages=done.units[system:])
 
+    def _report(
+        self, request: ModelRequest[Any], sent: Trimmed[AnyMessage] | None, response: Any
+    ) -> None:
+        """The AI message's `usage_metadata["input_tokens"]` (cached input included) as the
+        provider's count of the request sent (USAGE-1..6)."""
+        results = getattr(response, "result", [response])
+        for message in results if isinstance(results, list) else []:
+            usage = getattr(message, "usage_metadata", None)
+            if isinstance(usage, dict):
+                metadata = getattr(message, "response_metadata", None) or {}
+                model = request.model
+                self.trimmer.report(
+                    sent, {"input_tokens": usage.get("input_tokens")},
+                    model=metadata.get("model_name") if isinstance(metadata, dict) else None,
+                    expected_model=getattr(model, "model_name", getattr(model, "model", None)),
+                )
+                return
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Send the trimmed request; on a context overflow, once more trimmed to 2/3 (RUN-2)."""
+        """Send the trimmed request; on a context overflow, once more trimmed to 2/3 (RUN-2).
+        The response's reported usage calibrates the next request (USAGE-1..6)."""
         trimmed, sent = self._request(request)
         try:
-            return handler(trimmed)
+            response = handler(trimmed)
         except ContextOverflowError as error:
             return handler(self._retry(request, sent, error))
+        self._report(request, sent, response)
+        return response
 
     async def awrap_model_call(
         self,
@@ -183,6 +204,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelResponse[Any]:
         trimmed, sent = self._request(request)
         try:
-            return await handler(trimmed)
+            response = await handler(trimmed)
         except ContextOverflowError as error:
             return await handler(self._retry(request, sent, error))
+        self._report(request, sent, response)
+        return response

@@ -300,6 +300,9 @@ class HisttrimInputFilter:
             token_counter=token_counter, on_trim=on_trim,
             policy=policy,
         )
+        self._sent: dict[tuple[int, ...], Trimmed[Unit]] = {}
+        """The last requests sent, by their items' identities: the model's usage report for
+        one is recorded for the history it was made from."""
         self.session = session
         """The session the runs use, if a `HisttrimSession`: its flag says whether the input
         starts with its breadcrumb (the SDK copies session items, so their type is lost)."""
@@ -324,9 +327,20 @@ class HisttrimInputFilter:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
         self.trimmer.check_pairing(done.rows)
-        return ModelInputData(
-            input=from_units(items, done.units), instructions=data.model_data.instructions
-        )
+        sent = from_units(items, done.units)
+        self._sent[_key(sent)] = done
+        while len(self._sent) > SENT_KEPT:
+            self._sent.pop(next(iter(self._sent)))
+        return ModelInputData(input=sent, instructions=data.model_data.instructions)
+
+    def report(self, input: Any, usage: object) -> None:
+        """The provider's usage for the request made of `input` (its `input_tokens`, cached
+        input included): the next call of that history applies it (USAGE-1..6)."""
+        if isinstance(input, list):
+            sent = self._sent.pop(_key(input), None)
+            if sent is not None:
+                self.trimmer.report(
+                    sent, {"input_tokens": getattr(usage, "input_tokens", None)})
 
     def reactive(self, items: Sequence[Any], instructions: str | None) -> list[Any] | None:
         """After an overflow: the items trimmed to 2/3 of their estimate (RUN-2), or None
@@ -358,11 +372,19 @@ def priced_units(
     priced = [*priced, *(
         cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
     )]
-    trimmer.prefixes.remember(items, units, priced)
+    trimmer.prefixes.remember(items, units, priced, seen)
     if instructions:
         units = [INSTRUCTIONS, *units]
         priced = [cache.priced(ChatMessage.system(instructions)), *priced]
     return units, priced
+
+
+SENT_KEPT = 16
+"""How many requests sent a filter remembers until their usage is reported."""
+
+
+def _key(items: Sequence[Any]) -> tuple[int, ...]:
+    return tuple(map(id, items))
 
 
 def _anchors(items: Sequence[Any], unit: Unit) -> tuple[object, ...]:
@@ -393,10 +415,13 @@ class HisttrimModel(Model):
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
         try:
-            return await self.inner.get_response(system_instructions, input, *args, **kwargs)
+            response = await self.inner.get_response(
+                system_instructions, input, *args, **kwargs)
         except Exception as error:
             shorter = self._retry_input(system_instructions, input, error)
-        return await self.inner.get_response(system_instructions, shorter, *args, **kwargs)
+            return await self.inner.get_response(system_instructions, shorter, *args, **kwargs)
+        self.trimming.report(input, getattr(response, "usage", None))
+        return response
 
     async def stream_response(
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
@@ -407,6 +432,9 @@ class HisttrimModel(Model):
                 system_instructions, input, *args, **kwargs
             ):
                 started = True
+                if getattr(event, "type", None) == "response.completed":
+                    response = getattr(event, "response", None)
+                    self.trimming.report(input, getattr(response, "usage", None))
                 yield event
             return
         except Exception as error:

@@ -312,7 +312,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
-        self.trimmer.prefixes.remember(messages, units, priced)
+        self.trimmer.prefixes.remember(messages, units, priced, seen)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
@@ -341,7 +341,16 @@ class HisttrimCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        self._sent.pop(ctx.run_id, None)
+        """The response's `usage.input_tokens` (cached input included) as the provider's count
+        of the request sent (USAGE-1..6): the next request of this history applies it."""
+        sent = self._sent.pop(ctx.run_id, None)
+        if sent is not None:
+            usage = getattr(response, "usage", None)
+            self.trimmer.report(
+                sent[1], {"input_tokens": getattr(usage, "input_tokens", None)},
+                model=getattr(response, "model_name", None),
+                expected_model=getattr(request_context.model, "model_name", None),
+            )
         return response
 
     async def on_model_request_error(
