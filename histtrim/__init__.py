@@ -44,6 +44,12 @@ from .messages import (
 )
 from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
 from .policy import Policy, ToolContext
+from .reported_usage import (
+    ReportedTrim,
+    reported_input_tokens,
+    trim_to_reported_budget,
+    trim_to_reported_budget_with_crumb,
+)
 from .route import ResolvedRuntime, resolve_runtime, select_route
 from .safety import (
     DEFAULT_CHANNEL_CACHE_ROWS,
@@ -105,6 +111,7 @@ __all__ = [
     "ProviderProfile",
     "ProviderReply",
     "ProviderRequest",
+    "ReportedTrim",
     "ResolvedRuntime",
     "RuntimeProfile",
     "SweepResult",
@@ -141,6 +148,7 @@ __all__ = [
     "message_costs",
     "opens_turn",
     "parse_tool_result",
+    "reported_input_tokens",
     "resolve_runtime",
     "select_route",
     "sweep_orphans",
@@ -149,5 +157,7 @@ __all__ = [
     "trim_conversation_to_recent_turns",
     "trim_to_recent_turn_count",
     "trim_to_recent_turns",
+    "trim_to_reported_budget",
+    "trim_to_reported_budget_with_crumb",
     "validate_tool_pairing",
 ]

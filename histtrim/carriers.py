@@ -98,6 +98,66 @@ def file_marker(media_type: str, name: str = "") -> str:
     return image_marker(file_target(media_type, name))
 
 
+PartKind = str
+"""A non-text part's kind as the frameworks name it: "image", or any file kind ("file",
+"document", "audio", "video", ...)."""
+
+
+def part_target(
+    kind: PartKind, media_type: str | None = None, *, url: str | None = None, name: str = ""
+) -> str:
+    """The one rule for a non-text part a framework sends, whoever sent it (the user, a tool,
+    the model): the target it is priced by (EST-2, decisions "Images" and "File parts").
+
+    An image is its URL; an image given as bytes (base64, a `data:` URL) is a short `data:`
+    target naming its type, never the encoding (4 bytes of text for 3 of image). Any other
+    kind is one attachment (`file_target`). Where the row carries the target (a user row's
+    marker, a tool's declared attachment, `part_tokens` for the model's own parts), a loadable
+    target costs one image's fixed price."""
+    if kind == "image":
+        if url and not url.startswith("data:"):
+            return url
+        media = media_type or data_url_media_type(url)
+        if media == "application/octet-stream":
+            media = "image"
+        return f"data:{media};base64,{name[:_FILE_NAME_CHARS]}"
+    media = media_type or data_url_media_type(url)
+    return file_target(media, name or ("" if url is None or url.startswith("data:") else url))
+
+
+def part_loads(target: str) -> bool:
+    """Whether a part's target is dispatched as an image (the marker reader's test, EST-2)."""
+    return image_target(target) is not None
+
+
+def dispatch_row(text: str | None, calls: Iterable[tuple[str, str, str]]) -> ChatMessage:
+    """An assistant row dispatching `calls` (id, name, JSON arguments), written as
+    `ChatMessage.assistant_tool_calls` writes it, whatever the ids and names hold: a framework
+    may record an empty id (Gemini's OpenAI-compatible endpoint, LM Studio) or an empty tool
+    name, and the row is still the reference's row, priced by its bytes and paired by its
+    string ids (PAIR-2: any string id is a call)."""
+    envelope = {
+        "content": text,
+        "tool_calls": [{"id": i, "name": n, "arguments": a} for i, n, a in calls],
+    }
+    return ChatMessage(role="assistant", content=_compact(envelope))
+
+
+def result_row(
+    call_id: str, content: str, attachments: Sequence[str] | None = None
+) -> ChatMessage:
+    """A tool row answering `call_id` (any string, the empty one too), with the image
+    targets the tool declared: `ChatMessage.tool_result`'s envelope, whatever the id holds."""
+    envelope: dict[str, Any] = {"tool_call_id": call_id, "content": content}
+    if attachments is not None:
+        envelope["attachments"] = [{"kind": "image", "target": t} for t in attachments]
+    return ChatMessage(role="tool", content=_compact(envelope))
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 def file_target(media_type: str, name: str = "") -> str:
     """The target a file is priced by, as a marker's or a tool's declared attachment: a
     `data:` URL naming the file, which loads as one attachment (EST-2)."""

@@ -156,6 +156,19 @@ class Pricing:
             return plain_cost(row, policy=self.policy)
         return counted_plain_cost(row, self.counter, policy=self.policy)
 
+    def parts(self, count: int) -> int:
+        """What `count` loadable parts cost that a row's text does not carry (a model's own
+        images and files, `carriers.part_target`): one image's fixed price each (EST-2)."""
+        return self.policy.image_tokens * count
+
+    def both(self, row: ChatMessage, parts: int = 0) -> tuple[int, int]:
+        """One row's price as an older row and as a row of the current turn (EST-2, EST-3:
+        they differ only for a tool result declaring images), `parts` added to both."""
+        extra = self.parts(parts) if parts else 0
+        older = self.cost(row, current_turn=False) + extra
+        if not row.facts.declares_attachments:
+            return older, older
+        return older, self.cost(row, current_turn=True) + extra
 
 
 ESTIMATE = Pricing()

@@ -62,6 +62,15 @@ def rules(rules_md_path: str | Path) -> list[Rule]:
     return found
 
 
+BEYOND_THE_SPEC = "beyond the Spanish spec"
+"""What the heading of a section of rules the project adds (from the reference runtime) says."""
+
+
+def spec_rules(rules_md_path: str | Path) -> list[Rule]:
+    """The rules cut from the Spanish spec: those outside a section marked `BEYOND_THE_SPEC`."""
+    return [rule for rule in rules(rules_md_path) if BEYOND_THE_SPEC not in rule.section]
+
+
 def rule_ids(rules_md_path: str | Path) -> list[str]:
     """The rule IDs of RULES.md in file order."""
     return [rule.rule_id for rule in rules(rules_md_path)]

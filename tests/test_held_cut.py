@@ -283,5 +283,6 @@ def test_every_adapter_holds_the_same_cut() -> None:
     )
     trimmer = Trimmer(runtime)
     assert trimmer.policy == LOW
-    done = trimmer.trim(list(rows), rows, crumb=breadcrumb_message(), crumb_present=False)
+    done = trimmer.trim(list(rows), [trimmer.cache.priced(row) for row in rows],
+                        crumb=breadcrumb_message(), crumb_present=False)
     assert done.rows == expected.rows

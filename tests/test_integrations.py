@@ -61,8 +61,9 @@ def test_seen_3_a_failing_callback_is_logged_and_the_trim_goes_on(
 
     rows = history(5)
     with caplog.at_level(logging.ERROR, logger="histtrim.integrations"):
-        done = Trimmer(budget_tokens=100, on_trim=broken).trim(
-            rows, rows, crumb=ChatMessage.user("crumb"), crumb_present=False)
+        trimmer = Trimmer(budget_tokens=100, on_trim=broken)
+        done = trimmer.trim(rows, [trimmer.cache.priced(row) for row in rows],
+                            crumb=ChatMessage.user("crumb"), crumb_present=False)
     assert done.trimmed and len(done.units) < len(rows)
     assert "on_trim failed" in caplog.text
 

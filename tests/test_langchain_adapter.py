@@ -182,12 +182,14 @@ def test_est_3_tool_message_image_blocks_are_declared_attachments() -> None:
     rows = from_langchain(history)
     parsed = parse_tool_result(rows[2])
     assert parsed is not None and parsed.content == "Rendered."
+    # the image's bytes are never the target (decision "File parts": never their encoding)
     assert [a.target for a in parsed.attachments or ()] == [
-        "data:image/png;base64," + shot["base64"], "https://x.test/b.png"
+        "data:image/png;base64,", "https://x.test/b.png"
     ]
     assert message_cost(rows[2], current_turn=True) == 3 + 2 * 1600 + 4
     later = from_langchain([*history, AIMessage("Two screenshots."), HumanMessage("ok")])
     assert dispatched_images(later[2], current_turn=False) == 0
+    assert message_cost(later[2], current_turn=False) == 44  # not the 2,200 bytes of base64
     plain = from_langchain([ToolMessage([{"type": "text", "text": "ok"}], tool_call_id="c1")])
     assert parse_tool_result(plain[0]) is not None
     assert parse_tool_result(plain[0]).attachments is None  # type: ignore[union-attr]

@@ -105,13 +105,17 @@ def trim_records_held(
     budget_in_force: int = 0,
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
+    prices: tuple[Sequence[int], Sequence[int]] | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
     cut is the one the `Agent` would hold after the requests these rows record, so a caller
     passing the whole history on every request resends a stable prefix; with the spec's
-    targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans.
+    targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans. `prices`:
+    each row's price as an older row and as a row of the current turn (`Pricing.both`),
+    when the caller has them (an integration prices each row once per session, and a
+    framework's own non-text parts beside the row's text); else the rows are priced here.
 
     A policy with a `tool_context` (CTX-1..9) then edits the kept rows as the request to send;
     `edit_record(record, row)` writes the record of a row the edit changed (the record of the
@@ -131,21 +135,30 @@ def trim_records_held(
         non_negative("max_turns", max_turns)
     rows = chat_rows(rows)
     index = index_turns(rows, crumb_present=crumb_present)
-    crumb_row, prices = breadcrumb_message(), Pricing(policy, token_counter)
-    counter = prices.counter_name
+    given = prices
+    crumb_row, pricing = breadcrumb_message(), Pricing(policy, token_counter)
+    counter = pricing.counter_name
     plan: VisibleTrim
+    if given is not None and (len(given[0]) != len(rows) or len(given[1]) != len(rows)):
+        raise ValueError(f"prices: expected two lists of {len(rows)} prices")
     if holds_cut(policy):
         plan = plan_held_trim(
-            index, two_prices(rows, index, prices), request_points(rows), max_turns=max_turns,
+            index, two_prices(rows, index, pricing) if given is None else given,
+            request_points(rows), max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
-            crumb_cost=lambda: prices.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
+            crumb_cost=lambda: pricing.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
             token_target=policy.token_trim_target,
         )
     else:
+        if given is None:
+            costs = pricing.costs(rows, index)
+        else:  # the current turn's rows at their current price (EST-2, EST-3)
+            current = index.current_turn_after + 1
+            costs = [*given[0][:current], *given[1][current:]]
         plan = plan_visible_trim(
-            index, prices.costs(rows, index), max_turns=max_turns, budget_tokens=budget_tokens,
-            budget_in_force=budget_in_force, crumb_cost=lambda: prices.plain(crumb_row),
+            index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
+            budget_in_force=budget_in_force, crumb_cost=lambda: pricing.plain(crumb_row),
             breadcrumb=breadcrumb_record is not None, counter=counter,
         )
     kept_rows = plan.kept(rows, crumb_row)

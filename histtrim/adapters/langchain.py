@@ -14,11 +14,18 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from histtrim.carriers import file_marker, file_target, framework_user_text, image_marker
+from histtrim.carriers import (
+    dispatch_row,
+    framework_user_text,
+    image_marker,
+    part_loads,
+    part_target,
+    result_row,
+)
 from histtrim.counting import Pricing
 from histtrim.estimate import message_costs
-from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
-from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.low_water import holds_cut, plan_held_trim, request_points
+from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.trim import first_turn_within
 from histtrim.turns import TurnIndex, index_turns
@@ -72,12 +79,22 @@ def trim_messages(
         raise ValueError(f"max_tokens: expected a non-negative integer, got {max_tokens!r}")
     del start_on, end_on  # satisfied by construction: see the docstring
     items = list(messages)
-    rows = from_langchain(items)
+    priced = langchain_rows(items)
+    rows = [row for row, _ in priced]
     count = _counter(token_counter)
-    costs = message_costs(rows, policy=policy) if count is None else [count(m) for m in items]
     index = index_turns(rows)
-    if holds_cut(policy):
-        return _held(items, rows, index, costs, count, max_tokens, include_system, breadcrumb,
+    if count is None:
+        pricing = Pricing(policy)
+        costs = message_costs(rows, index, policy=policy)
+        for i, (_, parts) in enumerate(priced):
+            if parts:
+                costs[i] += pricing.parts(parts)
+    else:
+        costs = [count(m) for m in items]
+    # A budget of 0 is over at every request: the held cut is then the newest turn at every
+    # request, the trim to fit's answer (the low-water replay reads 0 as "no budget").
+    if holds_cut(policy) and max_tokens > 0:
+        return _held(items, priced, index, costs, count, max_tokens, include_system, breadcrumb,
                      policy)
     if sum(costs) <= max_tokens or index.turn_count <= 1:
         return items
@@ -98,14 +115,20 @@ def trim_messages(
 
 
 def _held(
-    items: list[BaseMessage], rows: list[ChatMessage], index: TurnIndex, costs: list[int],
-    count: Callable[[Any], int] | None, max_tokens: int, include_system: bool,
-    breadcrumb: bool, policy: Policy = SPEC,
+    items: list[BaseMessage], priced: list[tuple[ChatMessage, int]], index: TurnIndex,
+    costs: list[int], count: Callable[[Any], int] | None, max_tokens: int,
+    include_system: bool, breadcrumb: bool, policy: Policy = SPEC,
 ) -> list[BaseMessage]:
     """`trim_messages` with a low-water mark: the cut the `Agent` would hold (`plan_held_trim`)."""
+    rows = [row for row, _ in priced]
     prefix = index.prefix_len if include_system else 0
     view = TurnIndex(len(rows), prefix, None, index.starts, index.facts)
-    prices = (costs, costs) if count is not None else two_prices(rows, view, Pricing(policy))
+    if count is not None:
+        prices: tuple[list[int], list[int]] = (costs, costs)
+    else:
+        pricing = Pricing(policy)
+        both = [pricing.both(row, parts) for row, parts in priced]
+        prices = ([older for older, _ in both], [current for _, current in both])
     crumb = _lc().HumanMessage(content=BREADCRUMB)
     plan = plan_held_trim(
         view, prices, request_points(rows), budget_tokens=max_tokens,
@@ -119,46 +142,71 @@ def _held(
 
 
 def from_langchain(messages: Sequence[BaseMessage]) -> list[ChatMessage]:
-    """The provider-facing row of each message: system, human and AI text (image blocks as
-    `[IMAGE:...]` markers, priced as images, EST-2), tool calls as the native envelope and a
-    `ToolMessage` as the tool-result envelope (its image blocks declared attachments, EST-3).
-    The role comes from the message type, never from its text."""
+    """The provider-facing row of each message: system, human and AI text (a human message's
+    image and file blocks as `[IMAGE:...]` markers, priced as images, EST-2), tool calls as the
+    native envelope and a `ToolMessage` as the tool-result envelope (its image and file blocks
+    declared attachments, EST-3). The role comes from the message type, never from its text.
+    An AI or system message's own image and file blocks are not in its row's text: they are
+    priced beside it (`langchain_rows`)."""
+    return [row for row, _ in langchain_rows(messages)]
+
+
+def langchain_rows(messages: Sequence[BaseMessage]) -> list[tuple[ChatMessage, int]]:
+    """`from_langchain`'s rows, each with the loadable parts its text does not carry (an AI
+    message's generated images and files), priced at one image each (`Pricing.parts`)."""
     lc = _lc()
-    rows: list[ChatMessage] = []
+    rows: list[tuple[ChatMessage, int]] = []
     for i, message in enumerate(messages):
         try:
-            rows.append(_row(lc, message))
+            rows.append(langchain_row(message, lc))
         except (ValueError, TypeError) as error:
             raise ValueError(f"messages[{i}]: {error}") from None
     return rows
 
 
-def _row(lc: Any, message: Any) -> ChatMessage:
+def langchain_row(message: Any, lc: Any = None) -> tuple[ChatMessage, int]:
+    """One message's row and its parts priced beside the text (`langchain_rows`)."""
+    lc = lc or _lc()
     if isinstance(message, lc.SystemMessage):
-        return ChatMessage.system(_text(message.content, images=False))
+        text, parts = _own_text(message.content)
+        return ChatMessage.system(text), parts
     if isinstance(message, lc.HumanMessage):
-        return ChatMessage.user(_text(message.content, images=True))
+        return ChatMessage.user(_user_text(message.content)), 0
     if isinstance(message, lc.AIMessage):
-        text = _text(message.content, images=False)
+        text, parts = _own_text(message.content)
         if not message.tool_calls:
             if text.startswith("{"):  # would read as a tool-call envelope: price it as a string
-                return ChatMessage.assistant(json.dumps(text, ensure_ascii=False))
-            return ChatMessage.assistant(text)
-        calls = [ToolCall(id=c["id"] or "?", name=c["name"], arguments=c["args"])
+                return ChatMessage.assistant(json.dumps(text, ensure_ascii=False)), parts
+            return ChatMessage.assistant(text), parts
+        calls = [(_call_id(c.get("id")), str(c.get("name") or ""), _arguments(c.get("args")))
                  for c in message.tool_calls]
-        return ChatMessage.assistant_tool_calls(text or None, calls)
+        return dispatch_row(text or None, calls), parts
     if isinstance(message, lc.ToolMessage):
-        return _tool_row(message.tool_call_id, message.content)
+        return _tool_row(message.tool_call_id, message.content), 0
     if isinstance(message, lc.ChatMessage):  # a role given as text: read as the providers do
         side = CHAT_ROLES.get(message.role, "assistant")
-        return _row(lc, (lc.SystemMessage if side == "system" else lc.HumanMessage
-                         if side == "user" else lc.AIMessage)(content=message.content))
+        kind = (lc.SystemMessage if side == "system" else lc.HumanMessage
+                if side == "user" else lc.AIMessage)
+        return langchain_row(kind(content=message.content), lc)
     if isinstance(message, lc.FunctionMessage):  # legacy: a function's output, no call id
-        return _row(lc, lc.AIMessage(content=message.content))
+        return langchain_row(lc.AIMessage(content=message.content), lc)
     raise TypeError(
         f"expected a SystemMessage, HumanMessage, AIMessage, ToolMessage, ChatMessage or "
         f"FunctionMessage, got {type(message).__name__}"
     )
+
+
+def _call_id(value: object) -> str:
+    """A tool call's id as its row carries it: the string the framework holds (the empty one
+    too: some providers send it), "?" when it holds none."""
+    return value if isinstance(value, str) else "?"
+
+
+def _arguments(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps({} if value is None else value, separators=(",", ":"),
+                      ensure_ascii=False, default=str)
 
 
 CHAT_ROLES = {"system": "system", "developer": "system", "user": "user", "human": "user"}
@@ -167,48 +215,72 @@ CHAT_ROLES = {"system": "system", "developer": "system", "user": "user", "human"
 
 
 def _tool_row(call_id: str, content: Any) -> ChatMessage:
-    """A `ToolMessage` as the tool-result envelope: its image blocks are the images the tool
-    declared (attachments, priced only in the current turn: EST-2, EST-3), not text."""
+    """A `ToolMessage` as the tool-result envelope: its image and file blocks are the files the
+    tool declared (attachments, priced only in the current turn: EST-2, EST-3), not text."""
     if not isinstance(content, list):
-        return ChatMessage.tool_result(call_id, _text(content, images=False))
-    images: list[str] = []
+        return result_row(call_id, _plain(content))
+    targets: list[str] = []
     rest: list[Any] = []
     for block in content:
-        url = _image_url(block) if isinstance(block, dict) else None
-        if url is not None:
-            images.append(url)
-        elif isinstance(block, dict) and block.get("type") in FILE_BLOCKS:
-            images.append(file_target(*_file_facts(block)))  # one attachment (decision)
-        else:
+        target = _block_target(block)
+        if target is None:
             rest.append(block)
-    if not images:
-        return ChatMessage.tool_result(call_id, _text(content, images=False))
-    return ChatMessage.tool_result(call_id, _text(rest, images=False), attachments=images)
+        else:
+            targets.append(target)
+    if not targets:
+        return result_row(call_id, _plain(content))
+    return result_row(call_id, _plain(rest), targets)
 
 
-def _text(content: Any, *, images: bool) -> str:
-    """A message's text; in a human message text blocks are text, image blocks `[IMAGE:url]`
-    markers (EST-2) and `file`, `audio` and `video` blocks one attachment each
-    (`file_marker`)."""
+def _plain(content: Any) -> str:
+    """A message's text, every block that is not text as its JSON."""
     if isinstance(content, str):
-        return framework_user_text([(content, False)]) if images else content
+        return content
+    if not isinstance(content, list):
+        raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
+    return "".join(_piece(block) for block in content)
+
+
+def _piece(block: Any) -> str:
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type") == "text":
+        return str(block.get("text", ""))
+    return json.dumps(block, ensure_ascii=False, default=str)
+
+
+def _own_text(content: Any) -> tuple[str, int]:
+    """An AI or system message's text (its image and file blocks left out) and how many of
+    those blocks load: they are priced as images beside the text (`carriers.part_target`)."""
+    if isinstance(content, str):
+        return content, 0
+    if not isinstance(content, list):
+        raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
+    pieces: list[str] = []
+    parts = 0
+    for block in content:
+        target = _block_target(block)
+        if target is None:
+            pieces.append(_piece(block))
+        else:
+            parts += part_loads(target)
+    return "".join(pieces), parts
+
+
+def _user_text(content: Any) -> str:
+    """A human message's text: text blocks are text, image blocks `[IMAGE:...]` markers
+    (EST-2) and `file`, `audio` and `video` blocks one attachment each (`part_target`)."""
+    if isinstance(content, str):
+        return framework_user_text([(content, False)])
     if not isinstance(content, list):
         raise TypeError(f"content: expected a string or a list of blocks, got {type(content)}")
     pieces: list[tuple[str, bool]] = []
     for block in content:
-        url = _image_url(block) if images and isinstance(block, dict) else None
-        if isinstance(block, str):
-            pieces.append((block, False))
-        elif isinstance(block, dict) and block.get("type") == "text":
-            pieces.append((str(block.get("text", "")), False))
-        elif url is not None:
-            pieces.append((image_marker(url), True))
-        elif images and isinstance(block, dict) and block.get("type") in FILE_BLOCKS:
-            pieces.append((file_marker(*_file_facts(block)), True))
+        target = _block_target(block)
+        if target is None:
+            pieces.append((_piece(block), False))
         else:
-            pieces.append((json.dumps(block, ensure_ascii=False, default=str), False))
-    if not images:
-        return "".join(piece for piece, _ in pieces)
+            pieces.append((image_marker(target), True))
     return framework_user_text(pieces)
 
 
@@ -216,26 +288,42 @@ FILE_BLOCKS = ("file", "audio", "video")
 """LangChain's standard content blocks for files that are not images."""
 
 
-def _file_facts(block: dict[str, Any]) -> tuple[str, str]:
-    """A file block's media type and name (its `mime_type`; its `filename`, id or URL)."""
+def _block_target(block: Any) -> str | None:
+    """The target a block is priced by when it is an image or a file (`part_target`), else
+    None (text, reasoning, anything else: its JSON is text)."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "image_url":
+        image = block.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        return part_target("image", url=url) if isinstance(url, str) else None
+    if kind == "image":
+        if isinstance(block.get("url"), str):
+            return part_target("image", _media(block), url=block["url"])
+        if isinstance(block.get("base64") or block.get("data"), str):  # v1, v0 base64 data
+            return part_target("image", _media(block) or "image/png", name=_name(block))
+        if isinstance(block.get("file_id") or block.get("id"), str):
+            return part_target("image", _media(block), name=_name(block))
+        return None
+    if kind in FILE_BLOCKS:
+        url = block.get("url")
+        return part_target(str(kind), _media(block) or "application/octet-stream",
+                           url=url if isinstance(url, str) else None, name=_name(block))
+    return None
+
+
+def _media(block: dict[str, Any]) -> str | None:
     media = block.get("mime_type")
+    return media if isinstance(media, str) and media else None
+
+
+def _name(block: dict[str, Any]) -> str:
+    """A block's name: its `filename` (in `extras` or on the block), its id, else its URL."""
     extras = block.get("extras")
     name = (extras.get("filename") if isinstance(extras, dict) else None) or block.get(
         "filename") or block.get("file_id") or block.get("id") or block.get("url") or ""
-    return (media if isinstance(media, str) and media else "application/octet-stream"), str(name)
-
-
-def _image_url(block: dict[str, Any]) -> str | None:
-    if block.get("type") == "image_url":
-        image = block.get("image_url")
-        url = image.get("url") if isinstance(image, dict) else image
-        return url if isinstance(url, str) else None
-    if block.get("type") == "image":
-        if isinstance(block.get("url"), str):
-            return str(block["url"])
-        if isinstance(block.get("base64"), str):
-            return f"data:{block.get('mime_type', 'image/png')};base64,{block['base64']}"
-    return None
+    return str(name)
 
 
 def _counter(token_counter: TokenCounter | None) -> Callable[[Any], int] | None:

@@ -9,22 +9,34 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
+from typing import Any, Generic, TypeVar
 
-from histtrim.adapters import trim_records, trim_records_held
+from histtrim.adapters import trim_records_held
+from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import holds_cut
 from histtrim.messages import ChatMessage
-from histtrim.pairing import validate_tool_pairing
-from histtrim.policy import SPEC, Policy
+from histtrim.pairing import PairingProblem, validate_tool_pairing
+from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    calibrated,
+    reported_input_tokens,
+    scaled_budget,
+)
 from histtrim.route import ResolvedRuntime, resolve_runtime
+from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns
 
+_ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
 U = TypeVar("U")
+T = TypeVar("T")
 
 OnTrim = Callable[[HistoryTrimmed], object]
 """Receives each `HistoryTrimmed` (SEEN-2), e.g. `EventBus` transport's `send` or `list.append`."""
@@ -36,14 +48,208 @@ class ToolPairingError(ValueError):
     """The request would break the tool-pairing rule providers enforce: it is not sent."""
 
 
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """One unit's provider-facing row and its price as an older row and as a row of the
+    current turn (`Pricing.both`), the non-text parts its text does not carry included."""
+
+    row: ChatMessage
+    older: int
+    current: int
+
+
+class PriceCache:
+    """Each unit's row and prices, computed once per integration instance.
+
+    A framework passes the same prefix on every model call, so a unit already seen is not
+    priced again (a `token_counter` is called once per row per session): a unit is found by
+    the identity of its objects (`anchors`, held while the entry lives, so an id is never
+    reused under it), else by its row's content, which is what its price depends on (a
+    framework that copies its messages pays for the row's text, never for the counter).
+    Two generations of at most `limit` entries each bound the memory; entries are pure
+    values, so concurrent calls can at worst price a row twice."""
+
+    def __init__(self, pricing: Pricing, limit: int = 8192) -> None:
+        self.pricing = pricing
+        self.limit = limit
+        self._ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
+        self._old_ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
+        self._rows: dict[tuple[str, str, int], Priced] = {}
+        self._old_rows: dict[tuple[str, str, int], Priced] = {}
+        self._groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
+        self._old_groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
+
+    def get(
+        self, anchors: tuple[object, ...], build: Callable[[], tuple[ChatMessage, int]]
+    ) -> Priced:
+        """The unit's priced row: cached by its objects' identity, else by its row."""
+        key = tuple(map(id, anchors))
+        hit = self._ids.get(key) or self._old_ids.get(key)
+        if hit is not None:
+            if len(self._ids) < self.limit:
+                self._ids[key] = hit
+            return hit[1]
+        row, parts = build()
+        content = (row.role, row.content, parts)
+        priced = self._rows.get(content) or self._old_rows.get(content)
+        if priced is None:
+            older, current = self.pricing.both(row, parts)
+            priced = Priced(row, older, current)
+        self._keep(content, priced)
+        self._ids[key] = (anchors, priced)
+        return priced
+
+    def group(
+        self, anchors: tuple[object, ...], build: Callable[[], Sequence[tuple[T, ChatMessage, int]]]
+    ) -> tuple[tuple[T, Priced], ...]:
+        """`get` for an object that stands for several units (a pydantic-ai request's parts):
+        each unit's tag (`build`'s first item) and priced row."""
+        key = tuple(map(id, anchors))
+        hit = self._groups.get(key) or self._old_groups.get(key)
+        if hit is not None:
+            if len(self._groups) < self.limit:
+                self._groups[key] = hit
+            return hit[1]
+        out = tuple((tag, self.priced(row, parts)) for tag, row, parts in build())
+        self._groups[key] = (anchors, out)
+        return out
+
+    def _keep(self, content: tuple[str, str, int], priced: Priced) -> None:
+        if len(self._rows) >= self.limit or len(self._ids) >= self.limit or len(
+                self._groups) >= self.limit:
+            self._old_rows, self._rows = self._rows, {}
+            self._old_ids, self._ids = self._ids, {}
+            self._old_groups, self._groups = self._groups, {}
+        self._rows[content] = priced
+
+    def fit(self, units: int) -> None:
+        """Room for a call of `units` units and the next one: a history longer than the
+        limit would otherwise evict itself on every call."""
+        self.limit = max(self.limit, 2 * units + 1024)
+
+    def priced(self, row: ChatMessage, parts: int = 0) -> Priced:
+        """A row the framework does not hold (the instructions): by its content only."""
+        content = (row.role, row.content, parts)
+        priced = self._rows.get(content) or self._old_rows.get(content)
+        if priced is None:
+            older, current = self.pricing.both(row, parts)
+            priced = Priced(row, older, current)
+            self._keep(content, priced)
+        return priced
+
+
+@dataclass
+class Seen:
+    """A history an instance priced: its items, the units and priced rows made of them, and
+    what the reported-usage trim (USAGE-1..6) holds for it and for every history that extends
+    it: `floor`, the first unit a reported-usage trim kept (0: none; the framework's history
+    still holds the dropped turns, so the cut is held here), and `report`, the last usage
+    report for a request made from it that is still to be applied: (reported input tokens,
+    the estimate of exactly the population that request sent)."""
+
+    items: list[Any]
+    units: list[Any]
+    priced: list[Priced]
+    floor: int = 0
+    report: tuple[int, int] | None = None
+
+
+class Prefixes:
+    """The last few histories an instance priced, so a call that extends one (a framework
+    passes the same prefix on every model call) reuses its units and prices and makes only
+    the new items': the prefix is checked at C speed (list equality, identity first: an
+    equal item makes an equal row). `keep` histories are remembered (concurrent sessions on
+    one instance); an item the framework changed in place after a call is not seen."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self._seen: list[Seen] = []
+        self._last = threading.local()
+
+    def find(self, items: Sequence[Any]) -> Seen | None:
+        """The longest remembered history that `items` starts with, if any."""
+        best: Seen | None = None
+        for seen in list(self._seen):
+            size = len(seen.items)
+            if size > len(items) or (best is not None and size <= len(best.items)):
+                continue
+            try:
+                same = items[:size] == seen.items
+            except Exception:  # an item whose equality fails: no reuse, never a failure
+                same = False
+            if same:
+                best = seen
+        return best
+
+    def remember(
+        self, items: Sequence[Any], units: list[Any], priced: list[Priced],
+        extends: Seen | None = None,
+    ) -> Seen:
+        """Remember a history priced now (inheriting what the one it `extends` holds); it is
+        also `last()` for this thread until the next one (the trim that follows reads it)."""
+        seen = Seen(list(items), units, priced)
+        if extends is not None:
+            seen.floor, seen.report = extends.floor, extends.report
+        self._seen = [seen, *self._seen[: self.keep - 1]]
+        self._last.seen = seen
+        return seen
+
+    def last(self) -> Seen | None:
+        """The history this thread priced last (the priced call and its trim run with no
+        await between them, so under asyncio too this is the call's own)."""
+        seen = getattr(self._last, "seen", None)
+        self._last.seen = None
+        return seen
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A trim in positions of the request (-1: the breadcrumb) and its priced rows."""
+
+    positions: Sequence[int]
+    priced: Sequence[Priced]
+    rows: list[ChatMessage]
+    crumb_present: bool
+    events: tuple[HistoryTrimmed, ...]
+    tokens: int
+
+
+def same_model(requested: object, reported: object) -> bool:
+    """Whether a usage report is for the model the request named (USAGE-5: another model's
+    report, e.g. a fallback's, is no report): the same name, or the requested name with a
+    dated snapshot after it (`gpt-4o` answered as `gpt-4o-2024-08-06`). Unknown: the same."""
+    if not isinstance(requested, str) or not isinstance(reported, str):
+        return True
+    if not requested or not reported or requested == reported:
+        return True
+    rest = reported[len(requested):]
+    return reported.startswith(requested) and rest[:1] == "-" and rest[1:2].isdigit()
+
+
+def _first_kept(positions: Sequence[int]) -> int | None:
+    """The first position a cut keeps after the leading ones and the breadcrumb."""
+    for j, position in enumerate(positions):
+        if position == -1 or position != j:
+            after = positions[j + 1] if position == -1 else position
+            return after if position != -1 or j + 1 < len(positions) else None
+    return None
+
+
 @dataclass(frozen=True)
 class Trimmed(Generic[U]):
-    """The units to send, their rows, whether the breadcrumb leads them, and the events."""
+    """The units to send, their rows, whether the breadcrumb leads them, the events, and the
+    estimate of exactly what is sent (`tokens`: the population a provider's usage report for
+    this request counts, issue 43's `reported_population_estimated`)."""
 
     units: list[U]
     rows: list[ChatMessage]
     crumb_present: bool
     events: tuple[HistoryTrimmed, ...]
+    tokens: int = 0
+    priced: list[Priced] = field(default_factory=list)
+    """Each unit's priced row (the breadcrumb's included), as `units`."""
+    seen: Seen | None = None
+    """The history the request was made from: a usage report for it is recorded there."""
 
     @property
     def trimmed(self) -> bool:
@@ -106,6 +312,11 @@ class Trimmer:
         self.pricing = Pricing(self.policy, token_counter)
         """How every figure is priced: the policy's constants and the counter, if any."""
         self.on_trim = on_trim
+        self.cache = PriceCache(self.pricing)
+        self.prefixes = Prefixes()
+        """The last histories priced, whose units and prices a longer one reuses."""
+        self._crumb_priced: Priced | None = None
+        """Each unit's row and prices, once per instance (`PriceCache`)."""
 
     def __repr__(self) -> str:
         return (
@@ -119,65 +330,162 @@ class Trimmer:
         return self.pricing.total(rows)
 
     def trim(
-        self, units: Sequence[U], rows: Sequence[ChatMessage], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
     ) -> Trimmed[U]:
         """The turn limit (KEEP-2, LIMIT-1), then the token budget (KEEP-1, RUN-1), by whole
-        turns; a drop inserts `crumb` after the leading system units (SEEN-1) and emits one
-        event (SEEN-2). Nothing to drop: the same units, in order (TURN-6). A policy with a
-        low-water mark plans both limits in one replay (`trim_records_held`)."""
-        if holds_cut(self.policy):
-            done = trim_records_held(
-                list(units), list(rows), max_turns=self.max_turns,
-                budget_tokens=self.budget_tokens, budget_in_force=self.budget_tokens,
-                crumb_present=crumb_present, breadcrumb_record=crumb,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            self._emit(done.events)
-            return Trimmed(done.records, done.rows, done.crumb_present, done.events)
-        out_units, out_rows, events = list(units), list(rows), []
-        if self.max_turns is not None:
-            done = trim_records(
-                out_units, out_rows, max_turns=self.max_turns, crumb_present=crumb_present,
-                breadcrumb_record=crumb, budget_in_force=self.budget_tokens,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            out_units, out_rows, crumb_present = done.records, done.rows, done.crumb_present
-            if done.event is not None:
-                events.append(done.event)
-        if self.budget_tokens > 0:
-            done = trim_records(
-                out_units, out_rows, budget_tokens=self.budget_tokens,
-                crumb_present=crumb_present, breadcrumb_record=crumb,
-                token_counter=self.token_counter, policy=self.policy,
-            )
-            out_units, out_rows, crumb_present = done.records, done.rows, done.crumb_present
-            if done.event is not None:
-                events.append(done.event)
-        self._emit(events)
-        return Trimmed(out_units, out_rows, crumb_present, tuple(events))
+        turns, in one plan (`trim_records_held`: a low-water policy holds the Agent's cut);
+        a drop inserts `crumb` after the leading system units (SEEN-1) and emits one event
+        per limit (SEEN-2). Nothing to drop: the same units, in order (TURN-6).
+
+        When the history was priced just before (`Prefixes.last`), a reported-usage cut held
+        for it is applied first, and a usage report recorded for the request before it is
+        applied after (USAGE-1..6, `report`)."""
+        seen = self.prefixes.last()
+        if seen is not None and len(priced) < len(seen.priced):
+            seen = None  # not the history this trim was given
+        offset = 0 if seen is None else len(priced) - len(seen.priced)
+        positions: Sequence[int] = range(len(priced))
+        rows: Sequence[Priced] = priced
+        if seen is not None and seen.floor:
+            positions, rows, crumb_present = self._held_floor(
+                priced, crumb_present, seen.floor + offset)
+        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns)
+        if seen is not None and seen.report is not None:
+            plan = self._reported(plan, seen, offset)
+        self._emit(plan.events)
+        return self._rebuild(plan, units, priced, crumb, seen)
+
+    def _held_floor(
+        self, priced: Sequence[Priced], crumb_present: bool, floor: int
+    ) -> tuple[list[int], list[Priced], bool]:
+        """The positions (and priced rows) left when those before `floor` (after the system
+        units and the breadcrumb) are left out and the breadcrumb (-1) is in their place: the
+        held reported-usage cut, which the framework's history does not hold."""
+        body = index_turns(list(map(_ROW, priced)), crumb_present=crumb_present).body_start
+        if floor <= body or floor >= len(priced):
+            return list(range(len(priced))), list(priced), crumb_present
+        lead, added = ([], []) if crumb_present else ([-1], [self._crumb()])
+        return ([*range(body), *lead, *range(floor, len(priced))],
+                [*priced[:body], *added, *priced[floor:]], True)
+
+    def report(
+        self, sent: Trimmed[Any] | None, usage: object, *, model: object = None,
+        expected_model: object = None,
+    ) -> None:
+        """Record the provider's usage report for the request `sent`: its input tokens
+        (`reported_input_tokens`, USAGE-5; the frameworks report cached input inside them).
+        No usable report (absent, 0, negative, not an integer, another model's) records
+        nothing: the estimate alone decides. The next call made from that history applies
+        it (`_reported`). Never raises: a guest does not fail its host's run."""
+        try:
+            if sent is None or sent.seen is None or sent.tokens <= 0:
+                return
+            if not same_model(expected_model, model):
+                return
+            reported = reported_input_tokens(usage)
+            if reported is not None:
+                sent.seen.report = (reported, sent.tokens)
+        except Exception:
+            logging.getLogger(LOGGER).exception("histtrim: a usage report was not read")
+
+    def _reported(self, plan: _Plan, seen: Seen, offset: int) -> _Plan:
+        """USAGE-1..4, 6: after a report over the budget, the request is trimmed by whole
+        turns to the budget scaled by estimated / reported (its low-water mark with a
+        `Policy` target below 1), once, and the cut is then held (`Seen.floor`). A report
+        within the budget (or none) never moves the cut."""
+        assert seen.report is not None
+        reported, estimated = seen.report
+        seen.report = None
+        target = self.policy.token_trim_target
+        scaled = scaled_budget(self.budget_tokens, reported, estimated, target=target)
+        if scaled is None:
+            return plan
+        fit = self.policy.model_copy(update={"token_trim_target": 1, "turn_trim_target": 1})
+        moved = self._plan(plan.positions, plan.priced, plan.crumb_present, scaled, None,
+                           policy=fit)
+        if not moved.events:
+            return plan
+        dropped = moved.events[-1]
+        event = dropped.model_copy(update={
+            "tokens_before": reported,
+            "tokens_after": calibrated(moved.tokens, reported, estimated),
+            "budget": low_water_tokens(self.budget_tokens, target),
+            "counter": PROVIDER_UNITS, "target": None if target == 1 else str(target),
+        })
+        first = _first_kept(moved.positions)
+        if first is not None:
+            seen.floor = first - offset
+        return _Plan(moved.positions, moved.priced, moved.rows, moved.crumb_present,
+                     (*plan.events, event), moved.tokens)
 
     def reactive(
-        self, units: Sequence[U], rows: Sequence[ChatMessage], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
     ) -> Trimmed[U] | None:
-        """After the provider reported an overflow for these rows: trim them to two thirds of
-        their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
-        if index_turns(rows, crumb_present=crumb_present).turn_count <= 1:
+        """After the provider reported an overflow for these units: trim them to two thirds
+        of their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
+        rows = list(map(_ROW, priced))
+        index = index_turns(rows, crumb_present=crumb_present)
+        if index.turn_count <= 1:
             return None
-        target = self.policy.reactive_tokens(self.estimate(rows))
-        done = trim_records(
-            list(units), list(rows), budget_tokens=target, crumb_present=crumb_present,
-            breadcrumb_record=crumb, token_counter=self.token_counter, policy=self.policy,
+        current = index.current_turn_after + 1
+        size = sum(map(_OLDER, priced[:current])) + sum(map(_CURRENT, priced[current:]))
+        target = self.policy.reactive_tokens(size)
+        plan = self._plan(range(len(priced)), priced, crumb_present, target, None)
+        plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
+        self._emit(plan.events)
+        return self._rebuild(plan, units, priced, crumb, None)
+
+    def _plan(
+        self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
+        budget: int, max_turns: int | None, *, policy: Policy | None = None,
+    ) -> _Plan:
+        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb)."""
+        rows = list(map(_ROW, priced))
+        done = trim_records_held(  # records: positions (ints: no garbage to collect per row)
+            positions, rows, max_turns=max_turns, budget_tokens=budget,
+            budget_in_force=self.budget_tokens, crumb_present=crumb_present,
+            breadcrumb_record=-1, token_counter=self.token_counter,
+            policy=self.policy if policy is None else policy,
+            prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
         )
-        events = () if done.event is None else (done.event.after_overflow(),)
-        self._emit(events)
-        return Trimmed(done.records, done.rows, done.crumb_present, events)
+        tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
+        if not done.trimmed:
+            return _Plan(positions, priced, rows, crumb_present, (), tokens)
+        kept = done.records
+        k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != positions[j])
+        lead = 1 if done.crumb_inserted else 0
+        skip = len(positions) - (len(kept) - k - lead)
+        return _Plan(kept, [*priced[:k], *([self._crumb()] if lead else []), *priced[skip:]],
+                     done.rows, done.crumb_present, done.events, tokens)
+
+    def _rebuild(
+        self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
+        seen: Seen | None,
+    ) -> Trimmed[U]:
+        """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end."""
+        kept = plan.positions
+        if isinstance(kept, range):
+            out = list(units[kept.start : kept.stop])
+        else:
+            out = [units[i] if i >= 0 else crumb for i in kept]
+        return Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
+                       list(plan.priced), seen)
+
+    def _crumb(self) -> Priced:
+        """The breadcrumb row and its price (a plain row, SEEN-1), made once."""
+        if self._crumb_priced is None:
+            row = breadcrumb_message()
+            price = self.pricing.plain(row)
+            self._crumb_priced = Priced(row, price, price)
+        return self._crumb_priced
 
     @staticmethod
     def check_pairing(rows: Sequence[ChatMessage]) -> None:
         """Refuse a request every OpenAI-style API would reject (PAIR-1): a call without its
         results, or a result without its call. Whole-turn trims never cause one; a history
         broken before it reached the integration is reported here, not sent."""
-        errors = [problem for problem in validate_tool_pairing(rows) if problem.is_error]
+        errors = [problem for problem in validate_tool_pairing(rows)
+                  if problem.is_error and not _around_an_empty_id(rows, problem)]
         if errors:
             raise ToolPairingError(
                 f"the request breaks tool pairing and was not sent: {errors[0]}"
@@ -193,6 +501,23 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _around_an_empty_id(rows: Sequence[ChatMessage], problem: PairingProblem) -> bool:
+    """Whether a pairing problem is one the framework resolves, never a broken history: an
+    empty call id (Gemini's OpenAI-compatible endpoint, LM Studio) is sent as is or replaced
+    by a fresh id when the request is written (pydantic-ai), so a call with id "" left
+    unanswered, or a result right after a dispatch holding such a call (the framework's
+    answer under an id it made), is sent as the framework alone would send it."""
+    if problem.tool_call_id == "":
+        return True
+    if problem.kind != "orphan_result":
+        return False
+    position = problem.position - 1
+    while position >= 0 and rows[position].role == "tool":
+        position -= 1
+    ids = tool_call_ids(rows[position]) if position >= 0 else None
+    return ids is not None and "" in ids
 
 
 def _count(name: str, value: object) -> int:

@@ -14,12 +14,13 @@ the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[lan
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
-from histtrim.adapters.langchain import from_langchain
+from histtrim.adapters.langchain import langchain_row
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
 from histtrim.messages import BREADCRUMB
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -106,8 +107,26 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         items: list[AnyMessage] = list(messages)
         crumb: AnyMessage = breadcrumb()
         return self.trimmer.trim(
-            items, from_langchain(items), crumb=crumb, crumb_present=has_breadcrumb(items)
+            items, self.priced(items), crumb=crumb, crumb_present=has_breadcrumb(items)
         )
+
+    def priced(self, messages: Sequence[AnyMessage]) -> list[Priced]:
+        """Each message's row (`histtrim.adapters.langchain.langchain_row`) and prices, each
+        message priced once per middleware (`PriceCache`)."""
+        cache = self.trimmer.cache
+        cache.fit(len(messages))
+        seen = self.trimmer.prefixes.find(messages)
+        start = 0 if seen is None else len(seen.items)
+        out: list[Priced] = [] if seen is None else list(seen.priced)
+        for i, message in enumerate(messages[start:], start):
+            anchors = (message, message.content, getattr(message, "tool_calls", None),
+                       getattr(message, "tool_call_id", None))
+            try:
+                out.append(cache.get(anchors, partial(langchain_row, message)))
+            except (ValueError, TypeError) as error:
+                raise ValueError(f"messages[{i}]: {error}") from None
+        self.trimmer.prefixes.remember(messages, [], out, seen)
+        return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """With `persist=True`: trim the stored messages (the system prompt is not in the
@@ -137,7 +156,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelRequest[Any]:
         crumb: AnyMessage = breadcrumb()
         done = self.trimmer.reactive(
-            sent.units, sent.rows, crumb=crumb, crumb_present=sent.crumb_present
+            sent.units, sent.priced, crumb=crumb, crumb_present=sent.crumb_present
         )
         if done is None:
             raise error
@@ -145,17 +164,38 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         system = 0 if request.system_message is None else 1
         return request.override(messages=done.units[system:])
 
+    def _report(
+        self, request: ModelRequest[Any], sent: Trimmed[AnyMessage] | None, response: Any
+    ) -> None:
+        """The AI message's `usage_metadata["input_tokens"]` (cached input included) as the
+        provider's count of the request sent (USAGE-1..6)."""
+        results = getattr(response, "result", [response])
+        for message in results if isinstance(results, list) else []:
+            usage = getattr(message, "usage_metadata", None)
+            if isinstance(usage, dict):
+                metadata = getattr(message, "response_metadata", None) or {}
+                model = request.model
+                self.trimmer.report(
+                    sent, {"input_tokens": usage.get("input_tokens")},
+                    model=metadata.get("model_name") if isinstance(metadata, dict) else None,
+                    expected_model=getattr(model, "model_name", getattr(model, "model", None)),
+                )
+                return
+
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        """Send the trimmed request; on a context overflow, once more trimmed to 2/3 (RUN-2)."""
+        """Send the trimmed request; on a context overflow, once more trimmed to 2/3 (RUN-2).
+        The response's reported usage calibrates the next request (USAGE-1..6)."""
         trimmed, sent = self._request(request)
         try:
-            return handler(trimmed)
+            response = handler(trimmed)
         except ContextOverflowError as error:
             return handler(self._retry(request, sent, error))
+        self._report(request, sent, response)
+        return response
 
     async def awrap_model_call(
         self,
@@ -164,6 +204,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelResponse[Any]:
         trimmed, sent = self._request(request)
         try:
-            return await handler(trimmed)
+            response = await handler(trimmed)
         except ContextOverflowError as error:
             return await handler(self._retry(request, sent, error))
+        self._report(request, sent, response)
+        return response

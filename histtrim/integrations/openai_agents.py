@@ -24,19 +24,23 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
+from itertools import chain
 from typing import Any, cast
 
 from histtrim.carriers import (
     data_url_media_type,
-    file_marker,
-    file_target,
+    dispatch_row,
     framework_user_text,
     image_marker,
+    part_loads,
+    part_target,
+    result_row,
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
-from histtrim.messages import BREADCRUMB, ChatMessage, ToolCall
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
@@ -98,29 +102,43 @@ def to_rows(items: Sequence[Any]) -> tuple[list[Unit], list[ChatMessage]]:
     """The units of the input items and the provider-facing row of each."""
     units: list[Unit] = []
     rows: list[ChatMessage] = []
+    for unit in item_units(items):
+        units.append(unit)
+        rows.append(unit_row(items, unit)[0])
+    return units, rows
+
+
+def item_units(items: Sequence[Any], start: int = 0) -> list[Unit]:
+    """The units of the input items from `start` (a unit's first item): each user, system
+    and output item alone, each run of assistant-side items together."""
+    units: list[Unit] = []
     group: list[int] = []
-
-    def flush() -> None:
-        if group:
-            units.append(tuple(group))
-            rows.append(_assistant_row([items[i] for i in group]))
-            group.clear()
-
-    for i, item in enumerate(items):
+    for i, item in enumerate(items[start:], start):
         if not isinstance(item, dict):
             raise ValueError(f"input[{i}]: expected an input item (a dict), got {type(item)}")
-        side = _side(item)
-        if side == "assistant":
+        if _side(item) == "assistant":
             group.append(i)
             continue
-        flush()
-        try:
-            rows.append(_row(side, item))
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"input[{i}]: {error}") from None
+        if group:
+            units.append(tuple(group))
+            group = []
         units.append((i,))
-    flush()
-    return units, rows
+    if group:
+        units.append(tuple(group))
+    return units
+
+
+def unit_row(items: Sequence[Any], unit: Unit) -> tuple[ChatMessage, int]:
+    """A unit's row and the loadable parts its text does not carry (the model's generated
+    images: `Pricing.parts`)."""
+    first = items[unit[0]]
+    side = _side(first)
+    if side == "assistant":
+        return _assistant_row([items[i] for i in unit])
+    try:
+        return _row(side, first), 0
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"input[{unit[0]}]: {error}") from None
 
 
 def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInputItem]:
@@ -151,8 +169,8 @@ def _side(item: dict[str, Any]) -> str:
         return "system"
     if role == "user":
         return "user"
-    if kind.endswith("_call_output") and isinstance(item.get("call_id"), str):
-        return "output"
+    if kind.endswith("_output") and isinstance(item.get("call_id"), str):
+        return "output"  # `*_call_output`, and `tool_search_output` (a `tool_search_call`'s)
     return "assistant"
 
 
@@ -161,43 +179,67 @@ def _row(side: str, item: dict[str, Any]) -> ChatMessage:
         return ChatMessage.system(_text(item.get("content", ""), images=False))
     if side == "user":
         return ChatMessage.user(_text(item.get("content", ""), images=True))
-    output = item.get("output", "")
-    images: list[str] = []
+    if "output" in item:
+        output = item["output"]
+    else:  # a `tool_search_output`: the tools it loaded are what the model reads
+        output = {k: v for k, v in item.items() if k not in ("type", "call_id", "id", "status")}
+    parts = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
+    targets: list[str] = []
     rest: list[Any] = []
-    for part in output if isinstance(output, list) else ():
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "input_image":
-            images.append(str(part.get("image_url") or part.get("file_id") or "file"))
-        elif kind == "input_file":  # declared like an image: one attachment (decision)
-            images.append(file_target(*_file_facts(part)))
-        else:
+    for part in parts:
+        target = _part_target(part) if isinstance(part, dict) else None
+        if target is None:
             rest.append(part)
-    text = _text(rest if images else output, images=False)
-    return ChatMessage.tool_result(item["call_id"], text, attachments=images or None)
+        else:  # declared like an image: one attachment (decision "File parts")
+            targets.append(target)
+    if not targets:
+        return result_row(item["call_id"], _text(output, images=False))
+    return result_row(item["call_id"], _text(rest, images=False), targets)
 
 
-def _assistant_row(group: Sequence[dict[str, Any]]) -> ChatMessage:
+def _part_target(part: dict[str, Any]) -> str | None:
+    """What an image or file part is priced by (`carriers.part_target`), else None."""
+    kind = part.get("type")
+    if kind in ("input_image", "computer_screenshot"):
+        url = part.get("image_url")
+        if isinstance(url, str) and url:
+            return part_target("image", url=url)
+        return part_target("image", name=str(part.get("file_id") or ""))
+    if kind == "input_file":
+        media, name = _file_facts(part)
+        return part_target("file", media, name=name)
+    return None
+
+
+def _assistant_row(group: Sequence[dict[str, Any]]) -> tuple[ChatMessage, int]:
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[tuple[str, str, str]] = []
+    generated = 0
     for item in group:
         kind = str(item.get("type", ""))
         if item.get("role") == "assistant":
             texts.append(_text(item.get("content", ""), images=False))
         elif kind.endswith("_call") and isinstance(item.get("call_id"), str):
             arguments = item.get("arguments", item.get("action", item.get("input", {})))
-            calls.append(ToolCall(id=item["call_id"], name=str(item.get("name") or kind),
-                                  arguments=arguments if isinstance(arguments, str)
-                                  else _dumps(arguments)))
+            name = item.get("name")
+            calls.append((item["call_id"], name if isinstance(name, str) else kind,
+                          arguments if isinstance(arguments, str) else _dumps(arguments)))
         elif kind == "reasoning":
             texts.extend(str(s.get("text", "")) for s in item.get("summary", ())
                          if isinstance(s, dict))
+        elif kind == "image_generation_call" and isinstance(item.get("result"), str):
+            # the generated image: priced as one image beside the text, never its base64
+            generated += part_loads(part_target("image", name=str(item.get("id") or "")))
+            texts.append(_dumps({k: v for k, v in item.items() if k != "result"}))
         else:
             texts.append(_dumps(item))
     text = "".join(texts)
     if calls:
-        return ChatMessage.assistant_tool_calls(text or None, calls)
+        return dispatch_row(text or None, calls), generated
     # A text that would read as a tool-call envelope is priced as a string (as the adapters do).
-    return ChatMessage.assistant(json.dumps(text, ensure_ascii=False) if text[:1] == "{" else text)
+    if text[:1] == "{":
+        return ChatMessage.assistant(json.dumps(text, ensure_ascii=False)), generated
+    return ChatMessage.assistant(text), generated
 
 
 def _text(content: Any, *, images: bool) -> str:
@@ -215,11 +257,8 @@ def _text(content: Any, *, images: bool) -> str:
             pieces.append((str(part.get("text", "")), False))
         elif part.get("type") == "refusal":
             pieces.append((str(part.get("refusal", "")), False))
-        elif images and part.get("type") == "input_image":
-            target = part.get("image_url") or part.get("file_id") or "file"
-            pieces.append((image_marker(str(target)), True))
-        elif images and part.get("type") == "input_file":
-            pieces.append((file_marker(*_file_facts(part)), True))
+        elif images and part.get("type") in ("input_image", "input_file"):
+            pieces.append((image_marker(_part_target(part) or ""), True))
         else:
             pieces.append((_dumps(part), False))
     if not images:
@@ -261,6 +300,9 @@ class HisttrimInputFilter:
             token_counter=token_counter, on_trim=on_trim,
             policy=policy,
         )
+        self._sent: dict[tuple[int, ...], Trimmed[Unit]] = {}
+        """The last requests sent, by their items' identities: the model's usage report for
+        one is recorded for the history it was made from."""
         self.session = session
         """The session the runs use, if a `HisttrimSession`: its flag says whether the input
         starts with its breadcrumb (the SDK copies session items, so their type is lost)."""
@@ -271,30 +313,87 @@ class HisttrimInputFilter:
 
     def trim(self, items: Sequence[Any], instructions: str | None) -> Trimmed[Unit]:
         """The units to send (the instructions counted as a leading system row)."""
-        units, rows = to_rows(items)
-        if instructions:
-            units, rows = [INSTRUCTIONS, *units], [ChatMessage.system(instructions), *rows]
-        return self.trimmer.trim(units, rows, crumb=CRUMB, crumb_present=self._crumb(items))
+        units, priced = self.priced(items, instructions)
+        return self.trimmer.trim(units, priced, crumb=CRUMB, crumb_present=self._crumb(items))
+
+    def priced(
+        self, items: Sequence[Any], instructions: str | None = None
+    ) -> tuple[list[Unit], list[Priced]]:
+        """The units of the items and each one's row and prices, the instructions first as a
+        system row; each unit priced once per filter (`PriceCache`)."""
+        return priced_units(self.trimmer, items, instructions)
 
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
         self.trimmer.check_pairing(done.rows)
-        return ModelInputData(
-            input=from_units(items, done.units), instructions=data.model_data.instructions
-        )
+        sent = from_units(items, done.units)
+        self._sent[_key(sent)] = done
+        while len(self._sent) > SENT_KEPT:
+            self._sent.pop(next(iter(self._sent)))
+        return ModelInputData(input=sent, instructions=data.model_data.instructions)
+
+    def report(self, input: Any, usage: object) -> None:
+        """The provider's usage for the request made of `input` (its `input_tokens`, cached
+        input included): the next call of that history applies it (USAGE-1..6)."""
+        if isinstance(input, list):
+            sent = self._sent.pop(_key(input), None)
+            if sent is not None:
+                self.trimmer.report(
+                    sent, {"input_tokens": getattr(usage, "input_tokens", None)})
 
     def reactive(self, items: Sequence[Any], instructions: str | None) -> list[Any] | None:
         """After an overflow: the items trimmed to 2/3 of their estimate (RUN-2), or None
         when one turn is left."""
-        units, rows = to_rows(items)
-        if instructions:
-            units, rows = [INSTRUCTIONS, *units], [ChatMessage.system(instructions), *rows]
-        done = self.trimmer.reactive(units, rows, crumb=CRUMB, crumb_present=self._crumb(items))
+        units, priced = self.priced(items, instructions)
+        done = self.trimmer.reactive(
+            units, priced, crumb=CRUMB, crumb_present=self._crumb(items)
+        )
         if done is None:
             return None
         self.trimmer.check_pairing(done.rows)
         return from_units(items, done.units)
+
+
+def priced_units(
+    trimmer: Trimmer, items: Sequence[Any], instructions: str | None = None
+) -> tuple[list[Unit], list[Priced]]:
+    """`HisttrimInputFilter.priced` with `trimmer`'s cache."""
+    cache = trimmer.cache
+    cache.fit(len(items))
+    seen = trimmer.prefixes.find(items)
+    units: list[Unit] = []
+    priced: list[Priced] = []
+    if seen is not None and seen.units:  # its last unit may be a run the new items continue
+        units, priced = seen.units[:-1], seen.priced[:-1]
+    start = units[-1][-1] + 1 if units else 0
+    tail = item_units(items, start)
+    units = [*units, *tail]
+    priced = [*priced, *(
+        cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
+    )]
+    trimmer.prefixes.remember(items, units, priced, seen)
+    if instructions:
+        units = [INSTRUCTIONS, *units]
+        priced = [cache.priced(ChatMessage.system(instructions)), *priced]
+    return units, priced
+
+
+SENT_KEPT = 16
+"""How many requests sent a filter remembers until their usage is reported."""
+
+
+def _key(items: Sequence[Any]) -> tuple[int, ...]:
+    return tuple(map(id, items))
+
+
+def _anchors(items: Sequence[Any], unit: Unit) -> tuple[object, ...]:
+    """What a unit's price is cached by: its items and their values (a value replaced in an
+    item is a new unit)."""
+    if len(unit) == 1:
+        item = items[unit[0]]
+        return (item, *item.values())
+    return tuple(chain.from_iterable((items[i], *items[i].values()) for i in unit))
 
 
 class HisttrimModel(Model):
@@ -316,10 +415,13 @@ class HisttrimModel(Model):
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
         try:
-            return await self.inner.get_response(system_instructions, input, *args, **kwargs)
+            response = await self.inner.get_response(
+                system_instructions, input, *args, **kwargs)
         except Exception as error:
             shorter = self._retry_input(system_instructions, input, error)
-        return await self.inner.get_response(system_instructions, shorter, *args, **kwargs)
+            return await self.inner.get_response(system_instructions, shorter, *args, **kwargs)
+        self.trimming.report(input, getattr(response, "usage", None))
+        return response
 
     async def stream_response(
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
@@ -330,6 +432,9 @@ class HisttrimModel(Model):
                 system_instructions, input, *args, **kwargs
             ):
                 started = True
+                if getattr(event, "type", None) == "response.completed":
+                    response = getattr(event, "response", None)
+                    self.trimming.report(input, getattr(response, "usage", None))
                 yield event
             return
         except Exception as error:
@@ -382,8 +487,8 @@ class HisttrimSession(SessionABC):
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         stored = await self.inner.get_items()
         crumb: list[Any] = [Breadcrumb()] if self.stored_crumb else []
-        units, rows = to_rows([*crumb, *stored])
-        done = self.trimmer.trim(units, rows, crumb=CRUMB, crumb_present=self.stored_crumb)
+        units, priced = priced_units(self.trimmer, [*crumb, *stored])
+        done = self.trimmer.trim(units, priced, crumb=CRUMB, crumb_present=self.stored_crumb)
         view = from_units([*crumb, *stored], done.units) if done.trimmed else [*crumb, *stored]
         self.crumb_present = bool(view) and isinstance(view[0], Breadcrumb)
         if limit is not None:

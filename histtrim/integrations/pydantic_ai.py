@@ -20,13 +20,21 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
-from histtrim.carriers import file_marker, framework_user_text, image_marker
+from histtrim.carriers import (
+    dispatch_row,
+    framework_user_text,
+    image_marker,
+    part_loads,
+    part_target,
+    result_row,
+)
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Trimmed, Trimmer
-from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
@@ -35,7 +43,9 @@ with framework_imports("pydantic-ai"):
     from pydantic_ai.capabilities import AbstractCapability, WrapRunHandler
     from pydantic_ai.exceptions import ModelContextWindowExceededError, RetryModelRequest
     from pydantic_ai.messages import (
+        MULTI_MODAL_CONTENT_TYPES,
         BinaryContent,
+        FilePart,
         FileUrl,
         ImageUrl,
         ModelMessage,
@@ -81,19 +91,24 @@ def to_rows(messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[ChatMess
     units: list[Unit] = []
     rows: list[ChatMessage] = []
     for m, message in enumerate(messages):
-        try:
-            if isinstance(message, ModelResponse):
-                units.append(Unit(m, tuple(range(len(message.parts)))))
-                rows.append(_response_row(message))
-            elif isinstance(message, ModelRequest):
-                for parts, row in _request_rows(message):
-                    units.append(Unit(m, parts))
-                    rows.append(row)
-            else:
-                raise TypeError(f"expected a ModelRequest or a ModelResponse, got {type(message)}")
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"messages[{m}]: {error}") from None
+        for parts, row, _ in message_rows(message, m):
+            units.append(Unit(m, parts))
+            rows.append(row)
     return units, rows
+
+
+def message_rows(message: Any, m: int = 0) -> list[tuple[tuple[int, ...], ChatMessage, int]]:
+    """One message's units (the indexes of its parts), each with its row and the loadable
+    parts its text does not carry (a response's generated files: `Pricing.parts`)."""
+    try:
+        if isinstance(message, ModelResponse):
+            row, parts = _response_row(message)
+            return [(tuple(range(len(message.parts))), row, parts)]
+        if isinstance(message, ModelRequest):
+            return [(parts, row, 0) for parts, row in _request_rows(message)]
+        raise TypeError(f"expected a ModelRequest or a ModelResponse, got {type(message)}")
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"messages[{m}]: {error}") from None
 
 
 def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[ModelMessage]:
@@ -142,22 +157,26 @@ def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> b
     return False
 
 
-def _response_row(message: ModelResponse) -> ChatMessage:
+def _response_row(message: ModelResponse) -> tuple[ChatMessage, int]:
     texts: list[str] = []
-    calls: list[ToolCall] = []
+    calls: list[tuple[str, str, str]] = []
+    files = 0
     for part in message.parts:
         if isinstance(part, ToolCallPart):
-            calls.append(ToolCall(id=part.tool_call_id, name=part.tool_name,
-                                  arguments=part.args_as_json_str()))
+            calls.append((part.tool_call_id, part.tool_name, part.args_as_json_str()))
         elif isinstance(part, TextPart | ThinkingPart):
             texts.append(part.content)
+        elif isinstance(part, FilePart):  # the model's own file: priced beside the text
+            files += part_loads(_file_target(part.content))
         else:
             texts.append(_dumps(part))
     text = "".join(texts)
     if calls:
-        return ChatMessage.assistant_tool_calls(text or None, calls)
+        return dispatch_row(text or None, calls), files
     # A text that would read as a tool-call envelope is priced as a string (as the adapters do).
-    return ChatMessage.assistant(json.dumps(text, ensure_ascii=False) if text[:1] == "{" else text)
+    if text[:1] == "{":
+        return ChatMessage.assistant(json.dumps(text, ensure_ascii=False)), files
+    return ChatMessage.assistant(text), files
 
 
 def _request_rows(message: ModelRequest) -> list[tuple[tuple[int, ...], ChatMessage]]:
@@ -184,10 +203,11 @@ def _part_row(part: Any) -> ChatMessage | None:
         return ChatMessage.system(part.content)
     if isinstance(part, UserPromptPart):
         return ChatMessage.user(_user_text(part.content))
-    if isinstance(part, ToolReturnPart):
-        return ChatMessage.tool_result(part.tool_call_id, part.model_response_str())
+    if isinstance(part, ToolReturnPart):  # its files: the images the tool declared (EST-3)
+        targets = [_file_target(item) for item in part.files]
+        return result_row(part.tool_call_id, part.model_response_str(), targets or None)
     if isinstance(part, RetryPromptPart) and part.tool_name is not None:
-        return ChatMessage.tool_result(part.tool_call_id, part.model_response())
+        return result_row(part.tool_call_id, part.model_response())
     if isinstance(part, RetryPromptPart | RetryFeedbackPart):
         return None  # feedback from the framework, not a person: it never opens a turn
     return None
@@ -195,24 +215,34 @@ def _part_row(part: Any) -> ChatMessage | None:
 
 def _user_text(content: Any) -> str:
     """A user prompt's text: its text as text, each image an `[IMAGE:...]` marker (EST-2) and
-    each other file (a document, audio, video) one attachment (`file_marker`)."""
+    each other file (a document, audio, video) one attachment (`part_target`)."""
     if isinstance(content, str):
         return framework_user_text([(content, False)])
     pieces: list[tuple[str, bool]] = []
     for item in content:
         if isinstance(item, str):
             pieces.append((item, False))
-        elif isinstance(item, ImageUrl):
-            pieces.append((image_marker(item.url), True))
-        elif isinstance(item, BinaryContent) and item.is_image:
-            pieces.append((image_marker(f"data:{item.media_type};base64,{item.identifier}"), True))
-        elif isinstance(item, BinaryContent):
-            pieces.append((file_marker(item.media_type, item.identifier), True))
-        elif isinstance(item, FileUrl):
-            pieces.append((file_marker(_media_type(item), item.url), True))
+        elif isinstance(item, MULTI_MODAL_CONTENT_TYPES):
+            pieces.append((image_marker(_file_target(item)), True))
         else:
             pieces.append((_dumps(item), False))
     return framework_user_text(pieces)
+
+
+def _file_target(item: Any) -> str:
+    """What a pydantic-ai file is priced by (`carriers.part_target`): an image by its URL or
+    as inline bytes, any other file as one attachment; never its bytes."""
+    if isinstance(item, ImageUrl):
+        return part_target("image", url=item.url)
+    if isinstance(item, BinaryContent):
+        kind = "image" if item.is_image else "file"
+        return part_target(kind, item.media_type, name=item.identifier)
+    if isinstance(item, FileUrl):
+        return part_target("file", _media_type(item), url=item.url)
+    media = getattr(item, "media_type", None)
+    media = media if isinstance(media, str) and media else None
+    kind = "image" if media is not None and media.startswith("image/") else "file"
+    return part_target(kind, media, name=str(getattr(item, "file_id", "") or ""))
 
 
 def _media_type(item: FileUrl) -> str:
@@ -259,13 +289,31 @@ class HisttrimCapability(AbstractCapability[Any]):
     ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
         """The messages to send (the history's own objects, breadcrumb added) and the trim;
         `instructions` are counted as a leading system row."""
-        units, rows = to_rows(messages)
+        units, priced = self.priced(messages)
         if instructions:
-            units, rows = [INSTRUCTIONS, *units], [ChatMessage.system(instructions), *rows]
+            units = [INSTRUCTIONS, *units]
+            priced = [self.trimmer.cache.priced(ChatMessage.system(instructions)), *priced]
         done = self.trimmer.trim(
-            units, rows, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
+            units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
         )
         return from_units(messages, done.units), done
+
+    def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
+        """The units of `messages` (`to_rows`) and each one's row and prices, each message
+        priced once per capability (`PriceCache`)."""
+        cache = self.trimmer.cache
+        cache.fit(len(messages))
+        seen = self.trimmer.prefixes.find(messages)
+        start = 0 if seen is None else len(seen.items)
+        units: list[Unit] = [] if seen is None else list(seen.units)
+        priced: list[Priced] = [] if seen is None else list(seen.priced)
+        for m, message in enumerate(messages[start:], start):
+            anchors = (message, *getattr(message, "parts", ()))
+            for parts, row in cache.group(anchors, partial(message_rows, message, m)):
+                units.append(Unit(m, parts))
+                priced.append(row)
+        self.trimmer.prefixes.remember(messages, units, priced, seen)
+        return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
         """The run, and then its per-run state forgotten however it ended (completed,
@@ -293,7 +341,16 @@ class HisttrimCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        self._sent.pop(ctx.run_id, None)
+        """The response's `usage.input_tokens` (cached input included) as the provider's count
+        of the request sent (USAGE-1..6): the next request of this history applies it."""
+        sent = self._sent.pop(ctx.run_id, None)
+        if sent is not None:
+            usage = getattr(response, "usage", None)
+            self.trimmer.report(
+                sent[1], {"input_tokens": getattr(usage, "input_tokens", None)},
+                model=getattr(response, "model_name", None),
+                expected_model=getattr(request_context.model, "model_name", None),
+            )
         return response
 
     async def on_model_request_error(
@@ -305,7 +362,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             raise error
         messages, done = sent
         again = self.trimmer.reactive(
-            done.units, done.rows, crumb=CRUMB, crumb_present=done.crumb_present
+            done.units, done.priced, crumb=CRUMB, crumb_present=done.crumb_present,
         )
         if again is None:
             raise error

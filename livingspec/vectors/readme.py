@@ -171,7 +171,7 @@ def readme(found: VectorSet) -> str:
         "# histtrim conformance vectors",
         "",
         "Language-neutral test vectors for the history-management spec (`RULES.md`, "
-        f"{len(counts)} rules).",
+        f"{len(found.rules)} rules).",
         "An implementation proves it follows the spec by answering every vector exactly as the",
         "reference (histtrim) does. This folder is all an implementer needs: the protocol, the",
         "comparison rules, every function's fields and every rule the vectors rely on where",

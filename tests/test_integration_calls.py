@@ -1,0 +1,139 @@
+"""Issue 38, incremental pricing: an integration prices each row once per instance (a
+`token_counter` is called once per row per session, EST-1) and reuses the prefix a framework
+passes again, yet every call's answer equals a fresh instance's: with the framework copying
+its messages, with an earlier message edited, with two sessions interleaved on one instance,
+with an Agents SDK run of assistant items the next call continues; memory stays bounded."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC, Policy
+
+HELD = Policy(token_trim_target=Fraction(7, 10))
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, row: ChatMessage) -> int:
+        self.calls += 1
+        return len(row.content) // 3
+
+
+def langchain_turns(n: int, tag: str = "") -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    out: list[Any] = []
+    for i in range(n):
+        out += [HumanMessage(f"{tag}question {i} " + "x" * (50 + 13 * (i % 5))),
+                AIMessage("", tool_calls=[{"name": "f", "args": {"i": i}, "id": f"c{tag}{i}"}]),
+                ToolMessage("out " * (10 + i % 7), tool_call_id=f"c{tag}{i}"),
+                AIMessage(f"answer {i}")]
+    return out
+
+
+def langchain_call(middleware: Any, messages: list[Any]) -> tuple[list[Any], int]:
+    done = middleware.trim(messages)
+    return done.units, done.tokens
+
+
+@pytest.mark.parametrize("policy", [SPEC, HELD])
+def test_est_1_langchain_prices_each_row_once_and_answers_as_a_fresh_instance(
+    policy: Policy,
+) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import HumanMessage
+
+    from histtrim.adapters.langchain import from_langchain
+    from histtrim.integrations.langchain import HisttrimMiddleware
+
+    counter = Counting()
+    kept = HisttrimMiddleware(budget_tokens=700, policy=policy, token_counter=counter)
+    a, b = langchain_turns(30, "a"), langchain_turns(30, "b")
+    calls = [a[:40], b[:8], a[:48], b[:20], copy.deepcopy(a[:60]), a[:60]]
+    edited = list(a[:64])
+    edited[5] = HumanMessage("an edited question")  # the owner changed an earlier message
+    calls += [edited, a[:80], a[:120]]
+    for messages in calls:
+        fresh = HisttrimMiddleware(budget_tokens=700, policy=policy, token_counter=Counting())
+        assert langchain_call(kept, messages) == langchain_call(fresh, messages)
+    distinct = {(r.role, r.content) for r in from_langchain([*a, *b[:20], edited[5]])}
+    assert counter.calls <= len(distinct) + 1  # each row once (and the breadcrumb once)
+
+
+def pydantic_turns(n: int) -> list[Any]:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    out: list[Any] = [ModelRequest(parts=[SystemPromptPart("terse"), UserPromptPart("q")])]
+    for i in range(n):
+        out += [ModelResponse(parts=[ToolCallPart("f", {"i": i}, tool_call_id=f"c{i}")]),
+                ModelRequest(parts=[ToolReturnPart("f", "out " * (10 + i % 7),
+                                                   tool_call_id=f"c{i}")]),
+                ModelResponse(parts=[TextPart(f"answer {i}")]),
+                ModelRequest(parts=[UserPromptPart(f"question {i} " + "x" * (40 + i % 9))])]
+    return out
+
+
+def test_est_1_pydantic_ai_prices_each_row_once_and_answers_as_a_fresh_instance() -> None:
+    pytest.importorskip("pydantic_ai")
+    from histtrim.integrations.pydantic_ai import CRUMB_METADATA, HisttrimCapability
+
+    counter = Counting()
+    kept = HisttrimCapability(budget_tokens=600, policy=HELD, token_counter=counter)
+    history = pydantic_turns(40)
+    for messages in [history[:30], history[:50], copy.deepcopy(history[:70]), history[:90],
+                     history[:20], history[:161]]:
+        fresh = HisttrimCapability(budget_tokens=600, policy=HELD, token_counter=Counting())
+        sent, done = kept.trim(messages, "be brief")
+        again, expected = fresh.trim(messages, "be brief")
+        assert done.tokens == expected.tokens and done.units == expected.units
+        assert [m for m in sent if m.metadata != CRUMB_METADATA] == [
+            m for m in again if m.metadata != CRUMB_METADATA]  # a crumb has its own timestamp
+    assert counter.calls <= 1 + 161 + 1 + 1  # the instructions, each part's row, the crumb
+
+
+def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
+    """The last unit of a call may be a run of assistant-side items the next call extends:
+    it is made again, never reused half."""
+    pytest.importorskip("agents")
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    items: list[Any] = []
+    for i in range(30):
+        items += [{"role": "user", "content": f"question {i} " + "x" * (40 + i % 9)},
+                  {"type": "reasoning", "id": f"r{i}", "summary": [{"text": "think"}]},
+                  {"type": "function_call", "call_id": f"c{i}", "name": "f", "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{i}", "output": "o " * 20},
+                  {"role": "assistant", "content": f"answer {i}"}]
+    counter = Counting()
+    kept = HisttrimInputFilter(budget_tokens=500, policy=HELD, token_counter=counter)
+    for end in (2, 3, 7, 8, 9, 60, 62, 63, 150, 40):  # cuts inside assistant runs
+        fresh = HisttrimInputFilter(budget_tokens=500, policy=HELD, token_counter=Counting())
+        done, expected = kept.trim(items[:end], "terse"), fresh.trim(items[:end], "terse")
+        assert done.units == expected.units and done.rows == expected.rows
+        assert done.tokens == expected.tokens
+
+
+def test_the_price_cache_stays_bounded() -> None:
+    from histtrim.integrations._trimmer import Trimmer
+
+    trimmer = Trimmer(budget_tokens=100)
+    cache = trimmer.cache
+    for i in range(3 * cache.limit):
+        cache.priced(ChatMessage.user(f"row {i}"))
+    assert len(cache._rows) + len(cache._old_rows) <= 2 * cache.limit
