@@ -321,3 +321,33 @@ def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
                            ToolMessage(content=[{"type": "text", "text": "here"}, pdf],
                                        tool_call_id="c1")])
     assert estimate_history_tokens([rows[0], rows[2]]) - 5 == 1 + 1600 + 4
+
+
+def test_ctx_the_middleware_sends_the_policys_tool_context_and_keeps_the_state() -> None:
+    """CTX-1, CTX-6, CTX-9 in LangChain: a held clear (and the reference's collapse) edits
+    each request from the state alone; the state keeps every message (CTX-5), pairing holds,
+    and between clears each request extends the last."""
+    from histtrim.policy import Policy, ToolContext
+    from histtrim.tool_context import exchange_summary
+
+    messages = session(5)
+    full = estimate_history_tokens(from_langchain([SystemMessage(SYSTEM), *messages]))
+    held = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=full - 1,
+                                           hold=True))
+    model, out = run(HisttrimMiddleware(budget_tokens=100_000, policy=held), messages)
+    first, second = model.seen
+    tools = [m for m in first if isinstance(m, ToolMessage)]
+    assert [m.content for m in tools[:4]] == ["[cleared]"] * 4 and tools[4].content != "[cleared]"
+    assert [m.tool_call_id for m in tools] == [f"call_{i}" for i in range(5)]
+    assert validate_tool_pairing(from_langchain(first)) == []
+    assert second[: len(first)] == first  # no new clear: the prefix is the same
+    assert all(not isinstance(m, ToolMessage) or m.content != "[cleared]"
+               for m in out["messages"])
+
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=1))
+    model, out = run(HisttrimMiddleware(budget_tokens=100_000, policy=collapse), session(4))
+    sent = model.seen[0]
+    assert [m.content for m in sent[1:4]] == ["question 0 " + "x" * 400,
+                                            exchange_summary(1), "answer 0"]
+    assert validate_tool_pairing(from_langchain(sent)) == []
+    assert len(out["messages"]) == len(session(4)) + 3

@@ -23,7 +23,7 @@ from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.messages import ChatMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
@@ -31,12 +31,17 @@ from histtrim.reported_usage import (
     scaled_budget,
 )
 from histtrim.route import ResolvedRuntime, resolve_runtime
+from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns
 
 _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
 U = TypeVar("U")
 T = TypeVar("T")
+
+Rewrite = Callable[[T, ChatMessage], T]
+"""Writes a framework's unit for a row the tool context edit changed (CTX-1..9): the unit
+the row stands for, and the new row (a placeholder result, or a collapse summary)."""
 
 OnTrim = Callable[[HistoryTrimmed], object]
 """Receives each `HistoryTrimmed` (SEEN-2), e.g. `EventBus` transport's `send` or `list.append`."""
@@ -250,6 +255,9 @@ class Trimmed(Generic[U]):
     """Each unit's priced row (the breadcrumb's included), as `units`."""
     seen: Seen | None = None
     """The history the request was made from: a usage report for it is recorded there."""
+    tool_context: ToolContextEdit | None = None
+    """The policy's tool context edit of the kept rows (CTX-1..9), when it changed any:
+    `units` and `rows` are then what is sent, a changed unit written by the framework."""
 
     @property
     def trimmed(self) -> bool:
@@ -311,6 +319,11 @@ class Trimmer:
         self.token_counter = token_counter
         self.pricing = Pricing(self.policy, token_counter)
         """How every figure is priced: the policy's constants and the counter, if any."""
+        self._cut_policy = (
+            self.policy if self.policy.tool_context.mode == "off"
+            else self.policy.model_copy(update={"tool_context": ToolContext()})
+        )
+        """The policy of the whole-turn cut: the tool context edit comes after it (CTX-5)."""
         self.on_trim = on_trim
         self.cache = PriceCache(self.pricing)
         self.prefixes = Prefixes()
@@ -330,7 +343,8 @@ class Trimmer:
         return self.pricing.total(rows)
 
     def trim(
-        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool,
+        rewrite: Rewrite[U] | None = None,
     ) -> Trimmed[U]:
         """The turn limit (KEEP-2, LIMIT-1), then the token budget (KEEP-1, RUN-1), by whole
         turns, in one plan (`trim_records_held`: a low-water policy holds the Agent's cut);
@@ -339,7 +353,8 @@ class Trimmer:
 
         When the history was priced just before (`Prefixes.last`), a reported-usage cut held
         for it is applied first, and a usage report recorded for the request before it is
-        applied after (USAGE-1..6, `report`)."""
+        applied after (USAGE-1..6, `report`). With `rewrite`, the policy's tool context edit
+        (CTX-1..9) is applied to the kept units: `rewrite(unit, row)` writes a changed one."""
         seen = self.prefixes.last()
         if seen is not None and len(priced) < len(seen.priced):
             seen = None  # not the history this trim was given
@@ -353,7 +368,7 @@ class Trimmer:
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
         self._emit(plan.events)
-        return self._rebuild(plan, units, priced, crumb, seen)
+        return self._rebuild(plan, units, priced, crumb, seen, rewrite)
 
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
@@ -400,7 +415,7 @@ class Trimmer:
         scaled = scaled_budget(self.budget_tokens, reported, estimated, target=target)
         if scaled is None:
             return plan
-        fit = self.policy.model_copy(update={"token_trim_target": 1, "turn_trim_target": 1})
+        fit = self._cut_policy.model_copy(update={"token_trim_target": 1, "turn_trim_target": 1})
         moved = self._plan(plan.positions, plan.priced, plan.crumb_present, scaled, None,
                            policy=fit)
         if not moved.events:
@@ -419,7 +434,8 @@ class Trimmer:
                      (*plan.events, event), moved.tokens)
 
     def reactive(
-        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool
+        self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool,
+        rewrite: Rewrite[U] | None = None,
     ) -> Trimmed[U] | None:
         """After the provider reported an overflow for these units: trim them to two thirds
         of their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
@@ -433,7 +449,7 @@ class Trimmer:
         plan = self._plan(range(len(priced)), priced, crumb_present, target, None)
         plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
         self._emit(plan.events)
-        return self._rebuild(plan, units, priced, crumb, None)
+        return self._rebuild(plan, units, priced, crumb, None, rewrite)
 
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
@@ -445,7 +461,7 @@ class Trimmer:
             positions, rows, max_turns=max_turns, budget_tokens=budget,
             budget_in_force=self.budget_tokens, crumb_present=crumb_present,
             breadcrumb_record=-1, token_counter=self.token_counter,
-            policy=self.policy if policy is None else policy,
+            policy=self._cut_policy if policy is None else policy,
             prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
@@ -460,16 +476,45 @@ class Trimmer:
 
     def _rebuild(
         self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
-        seen: Seen | None,
+        seen: Seen | None, rewrite: Rewrite[U] | None = None,
     ) -> Trimmed[U]:
-        """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end."""
+        """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end;
+        with `rewrite`, then the policy's tool context edit of them (`_edited`)."""
         kept = plan.positions
         if isinstance(kept, range):
             out = list(units[kept.start : kept.stop])
         else:
             out = [units[i] if i >= 0 else crumb for i in kept]
-        return Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
+        done = Trimmed(out, list(plan.rows), plan.crumb_present, plan.events, plan.tokens,
                        list(plan.priced), seen)
+        if rewrite is None or self.policy.tool_context.mode == "off":
+            return done
+        return self._edited(done, rewrite)
+
+    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U]) -> Trimmed[U]:
+        """The request the policy's tool context sends (CTX-1..9), made from the kept rows
+        alone (so the same history gives the same request): an unchanged unit is the
+        framework's own object, a changed one is written by `rewrite`. The estimate of what
+        is sent (`tokens`) is the edited rows'."""
+        edit = edit_tool_context(
+            done.rows, self.policy, crumb_present=done.crumb_present,
+            token_counter=self.token_counter,
+        )
+        if not edit.changed:
+            return done
+        units: list[U] = []
+        priced: list[Priced] = []
+        for row, src in zip(edit.messages, edit.source_rows, strict=True):
+            if row is done.rows[src]:
+                units.append(done.units[src])
+                priced.append(done.priced[src])
+            else:
+                units.append(rewrite(done.units[src], row))
+                price = self.pricing.plain(row)
+                priced.append(Priced(row, price, price))
+        tokens = self.pricing.total(edit.messages)
+        return replace(done, units=units, rows=edit.messages, priced=priced, tokens=tokens,
+                       tool_context=edit)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""

@@ -18,10 +18,11 @@ from functools import partial
 from typing import Any
 
 from histtrim.adapters.langchain import langchain_row
+from histtrim.carriers import parse_tool_calls, parse_tool_result
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
-from histtrim.messages import BREADCRUMB
+from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
 
@@ -29,17 +30,40 @@ with framework_imports("langchain"):
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
     from langchain_core.exceptions import ContextOverflowError
     from langchain_core.messages import (
+        AIMessage,
         AnyMessage,
         BaseMessage,
         HumanMessage,
         RemoveMessage,
         SystemMessage,
+        ToolMessage,
     )
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
 
 BREADCRUMB_ID = "histtrim-breadcrumb"
 """The id of the breadcrumb `HumanMessage` the middleware writes."""
+
+
+def tool_context_message(message: AnyMessage, row: ChatMessage) -> AnyMessage:
+    """The message sent for a row the tool context edit changed (CTX-1..9): a cleared
+    `ToolMessage` keeps its `tool_call_id` and gets the placeholder; a collapse summary is an
+    `AIMessage` of its text in place of the call message; a call message whose inputs were
+    cleared keeps its calls, their `args` emptied. A copy: the state is never edited."""
+    if isinstance(message, ToolMessage):
+        result = parse_tool_result(row)
+        return message.model_copy(
+            update={"content": row.content if result is None else result.content}
+        )
+    parsed = parse_tool_calls(row)
+    if isinstance(message, AIMessage) and parsed is not None:
+        emptied = {call.id for call in parsed.calls if call.arguments == "{}"}
+        calls = [{**call, "args": {}} if call["id"] in emptied else call
+                 for call in message.tool_calls]
+        return message.model_copy(update={"tool_calls": calls})
+    if isinstance(message, AIMessage):
+        return AIMessage(content=row.content)
+    return message.model_copy(update={"content": row.content})
 
 
 def breadcrumb() -> HumanMessage:
@@ -102,12 +126,16 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
             raise ValueError(f"persist: expected True or False, got {persist!r}")
         self.persist = persist
 
-    def trim(self, messages: Sequence[AnyMessage]) -> Trimmed[AnyMessage]:
-        """The messages to keep (the input's own objects, breadcrumb added), and the events."""
+    def trim(
+        self, messages: Sequence[AnyMessage], *, request: bool = False
+    ) -> Trimmed[AnyMessage]:
+        """The messages to keep (the input's own objects, breadcrumb added), and the events;
+        for a `request`, then the policy's tool context edit (CTX-1..9), never persisted."""
         items: list[AnyMessage] = list(messages)
         crumb: AnyMessage = breadcrumb()
         return self.trimmer.trim(
-            items, self.priced(items), crumb=crumb, crumb_present=has_breadcrumb(items)
+            items, self.priced(items), crumb=crumb, crumb_present=has_breadcrumb(items),
+            rewrite=tool_context_message if request else None,
         )
 
     def priced(self, messages: Sequence[AnyMessage]) -> list[Priced]:
@@ -147,7 +175,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         system: list[AnyMessage] = (
             [] if request.system_message is None else [request.system_message]
         )
-        done = self.trim([*system, *request.messages])
+        done = self.trim([*system, *request.messages], request=True)
         self.trimmer.check_pairing(done.rows)
         return request.override(messages=done.units[len(system) :]), done
 
@@ -156,7 +184,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     ) -> ModelRequest[Any]:
         crumb: AnyMessage = breadcrumb()
         done = self.trimmer.reactive(
-            sent.units, sent.priced, crumb=crumb, crumb_present=sent.crumb_present
+            sent.units, sent.priced, crumb=crumb, crumb_present=sent.crumb_present,
+            rewrite=tool_context_message,
         )
         if done is None:
             raise error
