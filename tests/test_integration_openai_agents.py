@@ -419,3 +419,34 @@ def test_a_file_a_tool_returns_is_one_declared_attachment() -> None:
                  {"type": "input_file", "file_data": PDF, "filename": "report.pdf"}]}]
     tool = rows(items, None)[-1]
     assert estimate_history_tokens([rows(items, None)[0], tool]) - 5 == 1 + 1600 + 4
+
+
+def test_ctx_the_filter_sends_the_policys_tool_context_and_keeps_the_run() -> None:
+    """CTX-1, CTX-6, CTX-9 in the Agents SDK: a held clear and the reference's collapse edit
+    each call's input from the items alone; the run's items are not edited (CTX-5), pairing
+    holds, and between clears each call extends the last."""
+    from histtrim.policy import Policy, ToolContext
+    from histtrim.tool_context import exchange_summary
+
+    items = session(5)
+    full = estimate_history_tokens(rows(items))
+    held = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=full - 1,
+                                           hold=True))
+    model = scripted()
+    result = run(HisttrimInputFilter(budget_tokens=100_000, policy=held), items, model)
+    first, second = (call.input for call in model.calls)
+    outputs = [i for i in first if i.get("type") == "function_call_output"]
+    assert [o["output"] for o in outputs[:4]] == ["[cleared]"] * 4
+    assert outputs[4]["output"] == "sunny " * 60
+    assert [o["call_id"] for o in outputs] == [f"call_{i}" for i in range(5)]
+    assert validate_tool_pairing(rows(first)) == []
+    assert second[: len(first)] == first
+    assert all(i.get("output") != "[cleared]" for i in result.to_input_list())
+
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=1))
+    model = scripted()
+    run(HisttrimInputFilter(budget_tokens=100_000, policy=collapse), session(4), model)
+    sent = model.calls[0].input
+    assert sent[1] == {"role": "assistant", "content": exchange_summary(1)}
+    assert sent[2] == {"role": "assistant", "content": "answer 0"}
+    assert validate_tool_pairing(rows(sent)) == []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
 from itertools import chain
 from typing import Any, cast
@@ -33,6 +33,8 @@ from histtrim.carriers import (
     dispatch_row,
     framework_user_text,
     image_marker,
+    parse_tool_calls,
+    parse_tool_result,
     part_loads,
     part_target,
     result_row,
@@ -49,8 +51,9 @@ with framework_imports("openai-agents"):
     from agents.memory import Session, SessionABC
     from agents.run_config import CallModelData, ModelInputData
 
-Unit = tuple[int, ...]
-"""The input items one row stands for, by index."""
+Unit = tuple[Any, ...]
+"""The input items one row stands for, by index; a unit the tool context edit rewrote
+(CTX-1..9) holds its new items themselves (`tool_context_unit`)."""
 CRUMB: Unit = ()
 INSTRUCTIONS: Unit = (-1,)
 """The agent's instructions: sent beside the items and counted like a system row."""
@@ -147,9 +150,35 @@ def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInp
     for unit in units:
         if unit == CRUMB:
             out.append(cast(TResponseInputItem, Breadcrumb()))
+        elif unit and isinstance(unit[0], dict):
+            out.extend(unit)
         elif unit != INSTRUCTIONS:
             out.extend(items[i] for i in unit)
     return out
+
+
+def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Unit]:
+    """Writes the items of a unit the tool context edit changed (CTX-1..9), new dicts: a
+    cleared `function_call_output` keeps its `call_id` and gets the placeholder as its
+    output; a collapse summary is one assistant message in place of the calls; a call whose
+    inputs were cleared keeps its `call_id` and name, its `arguments` "{}"."""
+
+    def rewrite(unit: Unit, row: ChatMessage) -> Unit:
+        old = [items[i] for i in unit]
+        result = parse_tool_result(row)
+        if result is not None:
+            return tuple({**item, "output": result.content} for item in old)
+        parsed = parse_tool_calls(row)
+        if parsed is None:
+            return ({"role": "assistant", "content": row.content},)
+        emptied = {call.id for call in parsed.calls if call.arguments == "{}"}
+        return tuple(
+            {**item, "arguments": "{}"}
+            if item.get("type") == "function_call" and item.get("call_id") in emptied else item
+            for item in old
+        )
+
+    return rewrite
 
 
 def has_breadcrumb(items: Sequence[Any], *, session_crumb: bool = False) -> bool:
@@ -314,7 +343,8 @@ class HisttrimInputFilter:
     def trim(self, items: Sequence[Any], instructions: str | None) -> Trimmed[Unit]:
         """The units to send (the instructions counted as a leading system row)."""
         units, priced = self.priced(items, instructions)
-        return self.trimmer.trim(units, priced, crumb=CRUMB, crumb_present=self._crumb(items))
+        return self.trimmer.trim(units, priced, crumb=CRUMB, crumb_present=self._crumb(items),
+                                 rewrite=tool_context_unit(items))
 
     def priced(
         self, items: Sequence[Any], instructions: str | None = None
@@ -347,7 +377,8 @@ class HisttrimInputFilter:
         when one turn is left."""
         units, priced = self.priced(items, instructions)
         done = self.trimmer.reactive(
-            units, priced, crumb=CRUMB, crumb_present=self._crumb(items)
+            units, priced, crumb=CRUMB, crumb_present=self._crumb(items),
+            rewrite=tool_context_unit(items),
         )
         if done is None:
             return None
