@@ -330,3 +330,34 @@ def test_a_cancelled_run_leaves_nothing_in_the_capability() -> None:
 
     asyncio.run(go())
     assert capability._sent == {} and capability._retry == {}
+
+
+def test_ctx_the_capability_sends_the_policys_tool_context_and_keeps_the_history() -> None:
+    """CTX-1, CTX-6, CTX-9 in pydantic-ai: a held clear and the reference's collapse edit each
+    request from the messages alone; the run's messages are not edited (CTX-5), pairing
+    holds, and between clears each request extends the last."""
+    from histtrim.policy import Policy, ToolContext
+    from histtrim.tool_context import exchange_summary
+
+    history = session(5)
+    full = sum(estimate_history_tokens([row]) for row in rows(history))
+    held = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=full, hold=True))
+    model = Recorder()
+    result = run(HisttrimCapability(budget_tokens=100_000, policy=held), history, model)
+    first, second = model.seen
+    returns = [p for m in first for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert [p.content for p in returns[:4]] == ["[cleared]"] * 4
+    assert returns[4].content == "sunny " * 60
+    assert [p.tool_call_id for p in returns] == [f"call_{i}" for i in range(5)]
+    assert validate_tool_pairing(rows(first)) == []
+    assert second[: len(first)] == first
+    assert all(p.content != "[cleared]" for m in result.all_messages() for p in m.parts
+               if isinstance(p, ToolReturnPart))
+
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=1))
+    model = Recorder()
+    run(HisttrimCapability(budget_tokens=100_000, policy=collapse), session(4), model)
+    sent = model.seen[0]
+    # pydantic-ai merges the summary response with the reply after it
+    assert sent[1].parts == [TextPart(exchange_summary(1)), TextPart("answer 0")]
+    assert validate_tool_pairing(rows(sent)) == []

@@ -18,15 +18,17 @@ Needs the `pydantic-ai` extra: `pip install 'histtrim[pydantic-ai]'`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from histtrim.carriers import (
     dispatch_row,
     framework_user_text,
     image_marker,
+    parse_tool_calls,
+    parse_tool_result,
     part_loads,
     part_target,
     result_row,
@@ -72,6 +74,8 @@ class Unit:
 
     message: int | None
     parts: tuple[int, ...]
+    replaced: tuple[Any, ...] = ()
+    """The parts sent instead of `parts`, for a unit the tool context edit changed."""
 
 
 CRUMB = Unit(None, ())
@@ -116,32 +120,59 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
     original object; one with some parts kept is a copy holding them; `CRUMB` is the
     breadcrumb request."""
     out: list[ModelMessage] = []
-    group: list[int] = []
+    group: list[Any] = []  # part indexes, or the parts a rewritten unit sends
     owner: int | None = None
 
     def flush() -> None:
         if owner is None:
             return
         message = messages[owner]
-        if len(group) == len(message.parts):
+        if len(group) == len(message.parts) and all(isinstance(i, int) for i in group):
             out.append(message)
         else:
-            out.append(replace(message, parts=[message.parts[i] for i in group]))  # type: ignore[arg-type]
+            parts = [message.parts[i] if isinstance(i, int) else i for i in group]
+            out.append(replace(message, parts=parts))  # type: ignore[arg-type]
 
     for unit in units:
         if unit == INSTRUCTIONS:
             continue
+        kept = list(unit.replaced or unit.parts)
         if unit.message is None:
             flush()
             owner, group = None, []
             out.append(breadcrumb())
         elif unit.message != owner:
             flush()
-            owner, group = unit.message, list(unit.parts)
+            owner, group = unit.message, kept
         else:
-            group.extend(unit.parts)
+            group.extend(kept)
     flush()
     return out
+
+
+def tool_context_unit(messages: Sequence[ModelMessage]) -> Callable[[Unit, ChatMessage], Unit]:
+    """Writes the parts of a unit the tool context edit changed (CTX-1..9), copies: a cleared
+    `ToolReturnPart` (or tool `RetryPromptPart`) keeps its `tool_call_id` and gets the
+    placeholder as its content; a collapse summary is one `TextPart` in place of the
+    response's parts; a call whose inputs were cleared keeps its id and name, `args` {}."""
+
+    def rewrite(unit: Unit, row: ChatMessage) -> Unit:
+        assert unit.message is not None and unit.message >= 0
+        parts = [messages[unit.message].parts[i] for i in unit.parts]
+        result = parse_tool_result(row)
+        if result is not None:
+            new = [replace(cast(Any, p), content=result.content)
+                   if isinstance(p, ToolReturnPart | RetryPromptPart) else p for p in parts]
+            return Unit(unit.message, unit.parts, tuple(new))
+        parsed = parse_tool_calls(row)
+        if parsed is None:
+            return Unit(unit.message, unit.parts, (TextPart(row.content),))
+        emptied = {call.id for call in parsed.calls if call.arguments == "{}"}
+        new = [replace(cast(Any, p), args={}) if isinstance(p, ToolCallPart)
+               and p.tool_call_id in emptied else p for p in parts]
+        return Unit(unit.message, unit.parts, tuple(new))
+
+    return rewrite
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -294,7 +325,8 @@ class HisttrimCapability(AbstractCapability[Any]):
             units = [INSTRUCTIONS, *units]
             priced = [self.trimmer.cache.priced(ChatMessage.system(instructions)), *priced]
         done = self.trimmer.trim(
-            units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
+            units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units),
+            rewrite=tool_context_unit(messages),
         )
         return from_units(messages, done.units), done
 
@@ -363,6 +395,7 @@ class HisttrimCapability(AbstractCapability[Any]):
         messages, done = sent
         again = self.trimmer.reactive(
             done.units, done.priced, crumb=CRUMB, crumb_present=done.crumb_present,
+            rewrite=tool_context_unit(messages),
         )
         if again is None:
             raise error
