@@ -184,14 +184,15 @@ def trim_records_held(
         )
     if edit_record is None or policy.tool_context.mode == "off":
         return done
-    return _edited(done, policy, token_counter, edit_record)
+    return _edited(done, edit_record, policy=policy, token_counter=token_counter)
 
 
 def _edited(
     done: RecordTrimResult[R],
-    policy: Policy,
-    token_counter: TokenCounter | None,
     edit_record: Callable[[R, ChatMessage], R],
+    *,
+    policy: Policy = SPEC,
+    token_counter: TokenCounter | None = None,
 ) -> RecordTrimResult[R]:
     """The trimmed records as the request the policy's tool context sends (CTX-1..9): a
     record whose row is unchanged is kept as it is; the others are written again."""
