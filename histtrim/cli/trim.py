@@ -365,13 +365,12 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # The file's columns are priced with the spec's constants: another policy takes the
     # session reader, but for an Anthropic body, which only the file reader reads.
     policy = _policy(args)
-    anthropic = (args.format or sniff(data)) == "anthropic"
-    if policy.tool_context.mode != "off" and anthropic:
+    custom = policy != SPEC and (args.format or sniff(data)) != "anthropic"
+    if policy.tool_context.mode != "off" and not custom:  # an Anthropic body (sniffed above)
         raise InputError(
             "--policy", "tool_context: an Anthropic body is trimmed on its columns here; "
             "use the library's trim_anthropic(policy=...) for its tool context edit",
         )
-    custom = policy != SPEC and not anthropic
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
