@@ -152,6 +152,11 @@ class Seen:
     priced: list[Priced]
     floor: int = 0
     report: tuple[int, int] | None = None
+    problems: list[PairingProblem] | None = None
+    """The pairing errors of the whole history (its positions), found once per history: a
+    history that extends another scans only from the other's last request on."""
+    parent: tuple[int, list[PairingProblem]] | None = None
+    """The length and errors of the history this one extends, until `problems` is made."""
 
 
 class Prefixes:
@@ -190,6 +195,8 @@ class Prefixes:
         seen = Seen(list(items), units, priced)
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
+            if extends.problems is not None:
+                seen.parent = (len(extends.priced), extends.problems)
         self._seen = [seen, *self._seen[: self.keep - 1]]
         self._last.seen = seen
         return seen
@@ -250,6 +257,10 @@ class Trimmed(Generic[U]):
     """Each unit's priced row (the breadcrumb's included), as `units`."""
     seen: Seen | None = None
     """The history the request was made from: a usage report for it is recorded there."""
+    positions: Sequence[int] = ()
+    """Each unit's position in the units the trim was given (-1: the breadcrumb)."""
+    offset: int = 0
+    """How many units the trim was given before the history's own (the instructions)."""
 
     @property
     def trimmed(self) -> bool:
@@ -468,8 +479,9 @@ class Trimmer:
             out = list(units[kept.start : kept.stop])
         else:
             out = [units[i] if i >= 0 else crumb for i in kept]
+        offset = 0 if seen is None else len(priced) - len(seen.priced)
         return Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
-                       list(plan.priced), seen)
+                       list(plan.priced), seen, kept, offset)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""
@@ -479,18 +491,34 @@ class Trimmer:
             self._crumb_priced = Priced(row, price, price)
         return self._crumb_priced
 
+    def check_sent(self, sent: Trimmed[Any]) -> None:
+        """`check_pairing` of the request `sent`, from its history's pairing errors (found
+        once per history, then only for the rows a call adds): a whole-turn cut and the
+        breadcrumb never break a pair, so the request's errors are the history's errors in
+        the rows it keeps."""
+        seen = sent.seen
+        if seen is None or not sent.positions:
+            self.check_pairing(sent.rows)
+            return
+        history = list(map(_ROW, seen.priced))
+        problems = _history_problems(seen, history)
+        if not problems:
+            return
+        positions = sent.positions
+        first = _first_kept(positions)
+        if first is None:
+            _refuse(problems, history)
+            return
+        lead = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+        _refuse([p for p in problems if not lead <= p.position + sent.offset < first],
+                history)
+
     @staticmethod
     def check_pairing(rows: Sequence[ChatMessage]) -> None:
         """Refuse a request every OpenAI-style API would reject (PAIR-1): a call without its
         results, or a result without its call. Whole-turn trims never cause one; a history
         broken before it reached the integration is reported here, not sent."""
-        errors = [problem for problem in validate_tool_pairing(rows)
-                  if problem.is_error and not _around_an_empty_id(rows, problem)]
-        if errors:
-            raise ToolPairingError(
-                f"the request breaks tool pairing and was not sent: {errors[0]}"
-                + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-            )
+        _refuse([p for p in validate_tool_pairing(rows) if p.is_error], rows)
 
     def _emit(self, events: Sequence[HistoryTrimmed]) -> None:
         """Each event to `on_trim`; a callback that raises is logged, the run goes on (SEEN-3)."""
@@ -501,6 +529,43 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _refuse(errors: Sequence[PairingProblem], rows: Sequence[ChatMessage]) -> None:
+    """Raise `ToolPairingError` for the errors a framework does not resolve itself."""
+    errors = [problem for problem in errors if not _around_an_empty_id(rows, problem)]
+    if errors:
+        raise ToolPairingError(
+            f"the request breaks tool pairing and was not sent: {errors[0]}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+        )
+
+
+def _history_problems(seen: Seen, rows: Sequence[ChatMessage]) -> list[PairingProblem]:
+    """The pairing errors of a history (`Seen.problems`), scanned once: from its start, or
+    from the last request of the history it extends (a run of calls and results starts at an
+    assistant row after a non-assistant one, so nothing before it changes an error after it)."""
+    if seen.problems is not None:
+        return seen.problems
+    start, earlier = 0, []
+    if seen.parent is not None:
+        size, problems = seen.parent
+        start = min(size, len(rows))
+        while start > 0 and not (start < len(rows) and _fresh(rows, start)):
+            start -= 1
+        earlier = [p for p in problems if p.position < start]
+    tail = [replace(p, position=p.position + start) for p in
+            validate_tool_pairing(rows[start:]) if p.is_error]
+    seen.problems, seen.parent = [*earlier, *tail], None
+    return seen.problems
+
+
+def _fresh(rows: Sequence[ChatMessage], position: int) -> bool:
+    """Whether no pairing error at or after `position` depends on a row before it: a user or
+    system row, or the first assistant row of a reply (a new run of calls and results)."""
+    role = rows[position].role
+    return role in ("user", "system") or (role == "assistant"
+                                          and rows[position - 1].role != "assistant")
 
 
 def _around_an_empty_id(rows: Sequence[ChatMessage], problem: PairingProblem) -> bool:

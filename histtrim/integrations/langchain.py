@@ -148,7 +148,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
             [] if request.system_message is None else [request.system_message]
         )
         done = self.trim([*system, *request.messages])
-        self.trimmer.check_pairing(done.rows)
+        self.trimmer.check_sent(done)
         return request.override(messages=done.units[len(system) :]), done
 
     def _retry(

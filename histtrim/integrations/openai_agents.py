@@ -326,7 +326,7 @@ class HisttrimInputFilter:
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
-        self.trimmer.check_pairing(done.rows)
+        self.trimmer.check_sent(done)
         sent = from_units(items, done.units)
         self._sent[_key(sent)] = done
         while len(self._sent) > SENT_KEPT:

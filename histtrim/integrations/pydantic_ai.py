@@ -333,7 +333,7 @@ class HisttrimCapability(AbstractCapability[Any]):
         messages = list(request_context.messages)
         parts = request_context.model_request_parameters.instruction_parts or []
         sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
-        self.trimmer.check_pairing(done.rows)
+        self.trimmer.check_sent(done)
         self._sent[ctx.run_id] = (messages, done)
         return replace(request_context, messages=sent)
 
