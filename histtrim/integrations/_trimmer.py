@@ -500,10 +500,10 @@ class Trimmer:
         if seen is None or not sent.positions:
             self.check_pairing(sent.rows)
             return
-        history = list(map(_ROW, seen.priced))
-        problems = _history_problems(seen, history)
+        problems = _history_problems(seen)
         if not problems:
             return
+        history = list(map(_ROW, seen.priced))
         positions = sent.positions
         first = _first_kept(positions)
         if first is None:
@@ -541,12 +541,13 @@ def _refuse(errors: Sequence[PairingProblem], rows: Sequence[ChatMessage]) -> No
         )
 
 
-def _history_problems(seen: Seen, rows: Sequence[ChatMessage]) -> list[PairingProblem]:
+def _history_problems(seen: Seen) -> list[PairingProblem]:
     """The pairing errors of a history (`Seen.problems`), scanned once: from its start, or
     from the last request of the history it extends (a run of calls and results starts at an
     assistant row after a non-assistant one, so nothing before it changes an error after it)."""
     if seen.problems is not None:
         return seen.problems
+    rows = _Rows(seen.priced)
     start, earlier = 0, []
     if seen.parent is not None:
         size, problems = seen.parent
@@ -555,9 +556,24 @@ def _history_problems(seen: Seen, rows: Sequence[ChatMessage]) -> list[PairingPr
             start -= 1
         earlier = [p for p in problems if p.position < start]
     tail = [replace(p, position=p.position + start) for p in
-            validate_tool_pairing(rows[start:]) if p.is_error]
+            validate_tool_pairing(list(map(_ROW, seen.priced[start:]))) if p.is_error]
     seen.problems, seen.parent = [*earlier, *tail], None
     return seen.problems
+
+
+class _Rows(Sequence[ChatMessage]):
+    """The rows of priced units, read one at a time (no list of them all is made)."""
+
+    def __init__(self, priced: Sequence[Priced]) -> None:
+        self.priced = priced
+
+    def __len__(self) -> int:
+        return len(self.priced)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [p.row for p in self.priced[i]]
+        return self.priced[i].row
 
 
 def _fresh(rows: Sequence[ChatMessage], position: int) -> bool:
