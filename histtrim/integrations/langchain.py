@@ -8,7 +8,10 @@ more (RUN-2). The graph state is not changed: the next request is trimmed again 
 history. With `persist=True`, `before_model` also trims the stored state (`RemoveMessage` of
 every message, then the kept ones and the breadcrumb): the dropped turns leave the state.
 
-The rows are the ones `histtrim.adapters.langchain.from_langchain` builds; the messages sent are
+Each response's `usage_metadata["input_tokens"]` is the provider's count of the request
+sent: a count over the budget trims the next request to the budget in provider units, once,
+and the cut is held (USAGE-1..6, `Trimmer.report`). The rows are the ones
+`histtrim.adapters.langchain.from_langchain` builds; the messages sent are
 the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[langchain]'`."""
 
 from __future__ import annotations

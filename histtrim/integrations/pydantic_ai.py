@@ -5,8 +5,10 @@ KEEP-1, RUN-1), counting `Agent(instructions=...)` (sent beside the messages) li
 row, puts the breadcrumb request after the system prompt (SEEN-1) and emits
 `HistoryTrimmed` (SEEN-2); `on_model_request_error` answers pydantic-ai's
 `ModelContextWindowExceededError` by trimming the request that overflowed to two thirds of its
-estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). The run's stored history
-(`result.all_messages()`) is not changed: each request is trimmed again from the full history.
+estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). Each response's
+`usage.input_tokens` is the provider's count of the request sent (USAGE-1..6,
+`Trimmer.report`). The run's stored history (`result.all_messages()`) is not changed: each
+request is trimmed again from the full history.
 
 pydantic-ai keeps `Agent(system_prompt=...)` as a `SystemPromptPart` inside the first
 `ModelRequest`, beside the first user prompt: here each part of a request is its own row, so
