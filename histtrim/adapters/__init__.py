@@ -16,7 +16,7 @@ from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_pr
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
-from histtrim.turns import index_turns
+from histtrim.turns import TurnIndex, index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim
 
 R = TypeVar("R")
@@ -99,6 +99,7 @@ def trim_records_held(
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
     prices: tuple[Sequence[int], Sequence[int]] | None = None,
+    index: TurnIndex | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
@@ -107,7 +108,9 @@ def trim_records_held(
     targets it trims just to fit, as `histtrim.visible.plan_visible_trim` plans. `prices`:
     each row's price as an older row and as a row of the current turn (`Pricing.both`),
     when the caller has them (an integration prices each row once per session, and a
-    framework's own non-text parts beside the row's text); else the rows are priced here."""
+    framework's own non-text parts beside the row's text); else the rows are priced here.
+    `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
+    integration keeps a growing history's), so the rows are not read again."""
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if budget_tokens is None and max_turns is None:
@@ -116,8 +119,11 @@ def trim_records_held(
         non_negative("budget_tokens", budget_tokens)
     if max_turns is not None:
         non_negative("max_turns", max_turns)
-    rows = chat_rows(rows)
-    index = index_turns(rows, crumb_present=crumb_present)
+    if index is None:
+        rows = chat_rows(rows)
+        index = index_turns(rows, crumb_present=crumb_present)
+    elif index.length != len(rows) or (index.crumb is not None) != crumb_present:
+        raise ValueError("index: not the index of these rows with this crumb flag")
     given = prices
     crumb_row, pricing = breadcrumb_message(), Pricing(policy, token_counter)
     counter = pricing.counter_name

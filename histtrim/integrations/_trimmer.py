@@ -21,7 +21,7 @@ from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.messages import ChatMessage
+from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy, low_water_tokens
 from histtrim.reported_usage import (
@@ -32,9 +32,10 @@ from histtrim.reported_usage import (
 )
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.trim import TrimResult, breadcrumb_message
-from histtrim.turns import index_turns
+from histtrim.turns import index_turns, index_with_facts
 
 _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
+_FACTS = attrgetter("facts")
 U = TypeVar("U")
 T = TypeVar("T")
 
@@ -157,6 +158,47 @@ class Seen:
     history that extends another scans only from the other's last request on."""
     parent: tuple[int, list[PairingProblem]] | None = None
     """The length and errors of the history this one extends, until `problems` is made."""
+    columns: Columns | None = None
+    """Its rows, prices and row facts as lists (`columns`), made once per history."""
+    base: tuple[int, Columns] | None = None
+    """How many leading priced rows it shares with the history it extends, and that one's
+    columns, until `columns` is made."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Priced rows as the plan reads them: the rows, both prices and the row facts."""
+
+    rows: list[ChatMessage]
+    older: list[int]
+    current: list[int]
+    facts: list[RowFacts]
+
+    @classmethod
+    def of(cls, priced: Sequence[Priced]) -> Columns:
+        rows = list(map(_ROW, priced))
+        return cls(rows, list(map(_OLDER, priced)), list(map(_CURRENT, priced)),
+                   list(map(_FACTS, rows)))
+
+    def __add__(self, other: Columns) -> Columns:
+        return Columns(self.rows + other.rows, self.older + other.older,
+                       self.current + other.current, self.facts + other.facts)
+
+    def head(self, size: int) -> Columns:
+        return Columns(self.rows[:size], self.older[:size], self.current[:size],
+                       self.facts[:size])
+
+
+def columns(seen: Seen) -> Columns:
+    """A history's columns: the shared head of the one it extends, and its own new rows'."""
+    if seen.columns is None:
+        if seen.base is not None:
+            size, base = seen.base
+            seen.columns = base.head(size) + Columns.of(seen.priced[size:])
+        else:
+            seen.columns = Columns.of(seen.priced)
+        seen.base = None
+    return seen.columns
 
 
 class Prefixes:
@@ -188,15 +230,18 @@ class Prefixes:
 
     def remember(
         self, items: Sequence[Any], units: list[Any], priced: list[Priced],
-        extends: Seen | None = None,
+        extends: Seen | None = None, shared: int = 0,
     ) -> Seen:
-        """Remember a history priced now (inheriting what the one it `extends` holds); it is
-        also `last()` for this thread until the next one (the trim that follows reads it)."""
+        """Remember a history priced now (inheriting what the one it `extends` holds, whose
+        first `shared` priced rows it reuses); it is also `last()` for this thread until the
+        next one (the trim that follows reads it)."""
         seen = Seen(list(items), units, priced)
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
             if extends.problems is not None:
                 seen.parent = (len(extends.priced), extends.problems)
+            if extends.columns is not None and shared:
+                seen.base = (shared, extends.columns)
         self._seen = [seen, *self._seen[: self.keep - 1]]
         self._last.seen = seen
         return seen
@@ -360,7 +405,13 @@ class Trimmer:
         if seen is not None and seen.floor:
             positions, rows, crumb_present = self._held_floor(
                 priced, crumb_present, seen.floor + offset)
-        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns)
+        given = None
+        if seen is not None:  # the history's columns, made once (the next call's head)
+            table = columns(seen)
+            if not seen.floor:
+                given = Columns.of(priced[:offset]) + table if offset else table
+        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
+                          given=given)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
         self._emit(plan.events)
@@ -449,15 +500,19 @@ class Trimmer:
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
         budget: int, max_turns: int | None, *, policy: Policy | None = None,
+        given: Columns | None = None,
     ) -> _Plan:
-        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb)."""
-        rows = list(map(_ROW, priced))
+        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb);
+        `given`: their columns, when the caller holds them."""
+        table = Columns.of(priced) if given is None else given
+        rows = table.rows
         done = trim_records_held(  # records: positions (ints: no garbage to collect per row)
             positions, rows, max_turns=max_turns, budget_tokens=budget,
             budget_in_force=self.budget_tokens, crumb_present=crumb_present,
             breadcrumb_record=-1, token_counter=self.token_counter,
             policy=self.policy if policy is None else policy,
-            prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
+            prices=(table.older, table.current),
+            index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:

@@ -128,7 +128,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
                 out.append(cache.get(anchors, partial(langchain_row, message)))
             except (ValueError, TypeError) as error:
                 raise ValueError(f"messages[{i}]: {error}") from None
-        self.trimmer.prefixes.remember(messages, [], out, seen)
+        self.trimmer.prefixes.remember(messages, [], out, seen, start)
         return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:

@@ -368,12 +368,13 @@ def priced_units(
     if seen is not None and seen.units:  # its last unit may be a run the new items continue
         units, priced = seen.units[:-1], seen.priced[:-1]
     start = units[-1][-1] + 1 if units else 0
+    shared = len(priced)
     tail = item_units(items, start)
     units = [*units, *tail]
     priced = [*priced, *(
         cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
     )]
-    trimmer.prefixes.remember(items, units, priced, seen)
+    trimmer.prefixes.remember(items, units, priced, seen, shared)
     if instructions:
         units = [INSTRUCTIONS, *units]
         priced = [cache.priced(ChatMessage.system(instructions)), *priced]

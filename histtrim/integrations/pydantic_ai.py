@@ -309,12 +309,13 @@ class HisttrimCapability(AbstractCapability[Any]):
         start = 0 if seen is None else len(seen.items)
         units: list[Unit] = [] if seen is None else list(seen.units)
         priced: list[Priced] = [] if seen is None else list(seen.priced)
+        shared = len(priced)
         for m, message in enumerate(messages[start:], start):
             anchors = (message, *getattr(message, "parts", ()))
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
-        self.trimmer.prefixes.remember(messages, units, priced, seen)
+        self.trimmer.prefixes.remember(messages, units, priced, seen, shared)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
