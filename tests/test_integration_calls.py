@@ -182,3 +182,20 @@ def test_pair_1_the_pairing_guard_scans_each_history_once_and_answers_as_a_full_
             assert (full is None) == (incremental is None), (trial, end, full, incremental)
             outcomes.add(full is None)
     assert outcomes == {True, False}  # both refused and sent requests were checked
+
+
+@pytest.mark.parametrize("policy", [HELD, Policy(token_trim_target=Fraction(1, 2),
+                                                 turn_trim_target=Fraction(1, 2))])
+def test_run_1_a_resumed_held_replay_cuts_where_a_full_replay_cuts(policy: Policy) -> None:
+    """Call after call the held cut resumes the replay where the last call left it: at every
+    call it equals a fresh instance's full replay (both limits, the breadcrumb counted)."""
+    pytest.importorskip("langchain_core")
+    from histtrim.integrations.langchain import HisttrimMiddleware
+
+    history = langchain_turns(45)
+    kept = HisttrimMiddleware(budget_tokens=900, max_turns=12, policy=policy)
+    for end in range(1, len(history) + 1):
+        fresh = HisttrimMiddleware(budget_tokens=900, max_turns=12, policy=policy)
+        done, expected = kept.trim(history[:end]), fresh.trim(history[:end])
+        assert (done.units, done.tokens, done.events) == (
+            expected.units, expected.tokens, expected.events), end

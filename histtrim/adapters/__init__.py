@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
+from histtrim.low_water import Replay, holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
@@ -36,6 +36,8 @@ class RecordTrimResult(Generic[R]):
     crumb_inserted: bool
     events: tuple[HistoryTrimmed, ...] = ()
     """Every drop's event: two when both limits dropped turns (`event` is the last)."""
+    replay: Replay | None = None
+    """A held cut's replay state before the last request (`plan_held_trim`'s `resume`)."""
 
     @property
     def trimmed(self) -> bool:
@@ -100,6 +102,8 @@ def trim_records_held(
     policy: Policy = SPEC,
     prices: tuple[Sequence[int], Sequence[int]] | None = None,
     index: TurnIndex | None = None,
+    requests: Sequence[int] | None = None,
+    resume: Replay | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
@@ -110,7 +114,9 @@ def trim_records_held(
     when the caller has them (an integration prices each row once per session, and a
     framework's own non-text parts beside the row's text); else the rows are priced here.
     `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
-    integration keeps a growing history's), so the rows are not read again."""
+    integration keeps a growing history's), so the rows are not read again; `requests`
+    (`request_points(rows)`) and `resume` (a held plan's `replay` for a history these rows
+    extend) likewise."""
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if budget_tokens is None and max_turns is None:
@@ -133,11 +139,11 @@ def trim_records_held(
     if holds_cut(policy):
         plan = plan_held_trim(
             index, two_prices(rows, index, pricing) if given is None else given,
-            request_points(rows), max_turns=max_turns,
+            request_points(rows) if requests is None else requests, max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
             crumb_cost=lambda: pricing.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
-            token_target=policy.token_trim_target,
+            token_target=policy.token_trim_target, resume=resume,
         )
     else:
         if given is None:
@@ -164,9 +170,10 @@ def trim_records_held(
             plan.kept(rows, None), dropped, len(dropped), plan.first, plan.turns_after, max_turns
         )
     if not plan.trimmed:
-        return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
+        return RecordTrimResult(list(records), list(rows), result, None, crumb_present, False,
+                                replay=plan.replay)
     crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
     return RecordTrimResult(
         plan.kept(records, crumb_record), kept_rows, result, plan.events[-1],
-        plan.crumb_present, plan.crumb_inserted, plan.events,
+        plan.crumb_present, plan.crumb_inserted, plan.events, plan.replay,
     )

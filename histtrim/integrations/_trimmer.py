@@ -21,6 +21,7 @@ from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
+from histtrim.low_water import Replay, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy, low_water_tokens
@@ -163,6 +164,10 @@ class Seen:
     base: tuple[int, Columns] | None = None
     """How many leading priced rows it shares with the history it extends, and that one's
     columns, until `columns` is made."""
+    replay: tuple[tuple[Priced, ...], bool, Replay] | None = None
+    """Its held-cut replay before its last request, with the rows the trim put before the
+    history's (the instructions) and the breadcrumb flag it was made with; a history that
+    extends it resumes there (`plan_held_trim`'s `resume`)."""
 
 
 @dataclass(frozen=True)
@@ -173,20 +178,26 @@ class Columns:
     older: list[int]
     current: list[int]
     facts: list[RowFacts]
+    points: list[int]
+    """Where the requests the rows record end (`request_points`, the last one left out)."""
 
     @classmethod
     def of(cls, priced: Sequence[Priced]) -> Columns:
         rows = list(map(_ROW, priced))
         return cls(rows, list(map(_OLDER, priced)), list(map(_CURRENT, priced)),
-                   list(map(_FACTS, rows)))
+                   list(map(_FACTS, rows)), request_points(rows)[:-1])
 
     def __add__(self, other: Columns) -> Columns:
+        size = len(self.rows)
+        joint = [size] if (size and other.rows and other.rows[0].role == "assistant"
+                           and self.rows[-1].role != "assistant") else []
         return Columns(self.rows + other.rows, self.older + other.older,
-                       self.current + other.current, self.facts + other.facts)
+                       self.current + other.current, self.facts + other.facts,
+                       [*self.points, *joint, *(size + p for p in other.points)])
 
     def head(self, size: int) -> Columns:
         return Columns(self.rows[:size], self.older[:size], self.current[:size],
-                       self.facts[:size])
+                       self.facts[:size], self.points[: bisect_left(self.points, size)])
 
 
 def columns(seen: Seen) -> Columns:
@@ -242,6 +253,8 @@ class Prefixes:
                 seen.parent = (len(extends.priced), extends.problems)
             if extends.columns is not None and shared:
                 seen.base = (shared, extends.columns)
+                if extends.replay is not None and extends.replay[2].end <= shared:
+                    seen.replay = extends.replay  # its requests end in the shared rows
         self._seen = [seen, *self._seen[: self.keep - 1]]
         self._last.seen = seen
         return seen
@@ -264,6 +277,7 @@ class _Plan:
     crumb_present: bool
     events: tuple[HistoryTrimmed, ...]
     tokens: int
+    replay: Replay | None = None
 
 
 def same_model(requested: object, reported: object) -> bool:
@@ -405,13 +419,17 @@ class Trimmer:
         if seen is not None and seen.floor:
             positions, rows, crumb_present = self._held_floor(
                 priced, crumb_present, seen.floor + offset)
-        given = None
+        given, resume, lead = None, None, tuple(priced[:offset])
         if seen is not None:  # the history's columns, made once (the next call's head)
             table = columns(seen)
             if not seen.floor:
-                given = Columns.of(priced[:offset]) + table if offset else table
+                given = Columns.of(lead) + table if offset else table
+                if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
+                    resume = seen.replay[2]
         plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
-                          given=given)
+                          given=given, resume=resume)
+        if given is not None and seen is not None and plan.replay is not None:
+            seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
         self._emit(plan.events)
@@ -500,7 +518,7 @@ class Trimmer:
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
         budget: int, max_turns: int | None, *, policy: Policy | None = None,
-        given: Columns | None = None,
+        given: Columns | None = None, resume: Replay | None = None,
     ) -> _Plan:
         """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb);
         `given`: their columns, when the caller holds them."""
@@ -513,16 +531,17 @@ class Trimmer:
             policy=self.policy if policy is None else policy,
             prices=(table.older, table.current),
             index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
+            requests=[*table.points, len(rows)], resume=resume,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:
-            return _Plan(positions, priced, rows, crumb_present, (), tokens)
+            return _Plan(positions, priced, rows, crumb_present, (), tokens, done.replay)
         kept = done.records
         k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != positions[j])
         lead = 1 if done.crumb_inserted else 0
         skip = len(positions) - (len(kept) - k - lead)
         return _Plan(kept, [*priced[:k], *([self._crumb()] if lead else []), *priced[skip:]],
-                     done.rows, done.crumb_present, done.events, tokens)
+                     done.rows, done.crumb_present, done.events, tokens, done.replay)
 
     def _rebuild(
         self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
