@@ -112,7 +112,7 @@ def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
     """The last unit of a call may be a run of assistant-side items the next call extends:
     it is made again, never reused half."""
     pytest.importorskip("agents")
-    from histtrim.integrations.openai_agents import HisttrimInputFilter
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, _sent, from_units
 
     items: list[Any] = []
     for i in range(30):
@@ -128,6 +128,7 @@ def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
         done, expected = kept.trim(items[:end], "terse"), fresh.trim(items[:end], "terse")
         assert done.units == expected.units and done.rows == expected.rows
         assert done.tokens == expected.tokens
+        assert _sent(items[:end], done) == from_units(items[:end], done.units)  # sliced
 
 
 def test_the_price_cache_stays_bounded() -> None:

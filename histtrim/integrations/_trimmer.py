@@ -160,10 +160,13 @@ class Seen:
     parent: tuple[int, list[PairingProblem]] | None = None
     """The length and errors of the history this one extends, until `problems` is made."""
     columns: Columns | None = None
-    """Its rows, prices and row facts as lists (`columns`), made once per history."""
-    base: tuple[int, Columns] | None = None
+    """The rows, prices and row facts of its trim's units (`lead` then its own) as lists,
+    made once per history."""
+    lead: tuple[Priced, ...] = ()
+    """The units its trim put before the history's own (the instructions)."""
+    base: tuple[int, Columns, tuple[Priced, ...]] | None = None
     """How many leading priced rows it shares with the history it extends, and that one's
-    columns, until `columns` is made."""
+    columns and lead, until `columns` is made."""
     replay: tuple[tuple[Priced, ...], bool, Replay] | None = None
     """Its held-cut replay before its last request, with the rows the trim put before the
     history's (the instructions) and the breadcrumb flag it was made with; a history that
@@ -200,15 +203,17 @@ class Columns:
                        self.facts[:size], self.points[: bisect_left(self.points, size)])
 
 
-def columns(seen: Seen) -> Columns:
-    """A history's columns: the shared head of the one it extends, and its own new rows'."""
-    if seen.columns is None:
-        if seen.base is not None:
-            size, base = seen.base
-            seen.columns = base.head(size) + Columns.of(seen.priced[size:])
+def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
+    """The columns of `lead` and a history's units: the shared head of the history it
+    extends (when its trim had the same lead) and its own new rows'."""
+    if seen.columns is None or seen.lead != lead:
+        base = seen.base
+        if base is not None and base[2] == lead:
+            size, table, _ = base
+            seen.columns = table.head(len(lead) + size) + Columns.of(seen.priced[size:])
         else:
-            seen.columns = Columns.of(seen.priced)
-        seen.base = None
+            seen.columns = Columns.of([*lead, *seen.priced])
+        seen.lead, seen.base = lead, None
     return seen.columns
 
 
@@ -252,7 +257,7 @@ class Prefixes:
             if extends.problems is not None:
                 seen.parent = (len(extends.priced), extends.problems)
             if extends.columns is not None and shared:
-                seen.base = (shared, extends.columns)
+                seen.base = (shared, extends.columns, extends.lead)
                 if extends.replay is not None and extends.replay[2].end <= shared:
                     seen.replay = extends.replay  # its requests end in the shared rows
         self._seen = [seen, *self._seen[: self.keep - 1]]
@@ -278,6 +283,33 @@ class _Plan:
     events: tuple[HistoryTrimmed, ...]
     tokens: int
     replay: Replay | None = None
+
+
+def kept_items(items: Sequence[T], positions: Sequence[int], crumb: T) -> list[T]:
+    """The items at the kept `positions` (-1: `crumb`): the leading ones, the crumb, then a
+    run to the end, taken as slices when they are (a whole-turn cut's shape)."""
+    if isinstance(positions, range):
+        return list(items[positions.start : positions.stop])
+    k = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    crumbs = 1 if k < len(positions) and positions[k] == -1 else 0
+    start = kept_tail(positions, len(items))
+    if start is not None:
+        return [*items[:k], *([crumb] if crumbs else []), *items[start:]]
+    return [items[i] if i >= 0 else crumb for i in positions]
+
+
+def kept_tail(positions: Sequence[int], size: int) -> int | None:
+    """Where the run of kept positions that ends the request starts, when the positions
+    after the leading ones and the crumb are exactly that run to `size` (a whole-turn cut's
+    shape); else None."""
+    k = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    tail = k + (1 if k < len(positions) and positions[k] == -1 else 0)
+    if tail == len(positions):
+        return size
+    first, last = positions[tail], positions[-1]
+    if first >= 0 and last == size - 1 and last - first == len(positions) - 1 - tail:
+        return first
+    return None
 
 
 def same_model(requested: object, reported: object) -> bool:
@@ -320,6 +352,8 @@ class Trimmed(Generic[U]):
     """Each unit's position in the units the trim was given (-1: the breadcrumb)."""
     offset: int = 0
     """How many units the trim was given before the history's own (the instructions)."""
+    given: int = 0
+    """How many units the trim was given (`positions` index them)."""
 
     @property
     def trimmed(self) -> bool:
@@ -421,9 +455,9 @@ class Trimmer:
                 priced, crumb_present, seen.floor + offset)
         given, resume, lead = None, None, tuple(priced[:offset])
         if seen is not None:  # the history's columns, made once (the next call's head)
-            table = columns(seen)
+            table = columns(seen, lead)
             if not seen.floor:
-                given = Columns.of(lead) + table if offset else table
+                given = table
                 if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
                     resume = seen.replay[2]
         plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
@@ -548,14 +582,10 @@ class Trimmer:
         seen: Seen | None,
     ) -> Trimmed[U]:
         """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end."""
-        kept = plan.positions
-        if isinstance(kept, range):
-            out = list(units[kept.start : kept.stop])
-        else:
-            out = [units[i] if i >= 0 else crumb for i in kept]
+        out = kept_items(units, plan.positions, crumb)
         offset = 0 if seen is None else len(priced) - len(seen.priced)
         return Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
-                       list(plan.priced), seen, kept, offset)
+                       list(plan.priced), seen, plan.positions, offset, len(units))
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""

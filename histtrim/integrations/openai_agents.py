@@ -40,7 +40,7 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
 from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -151,6 +151,18 @@ def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInp
         elif unit != INSTRUCTIONS:
             out.extend(items[i] for i in unit)
     return out
+
+
+def _sent(items: Sequence[Any], done: Trimmed[Unit]) -> list[TResponseInputItem]:
+    """`from_units(items, done.units)`, the kept run that ends the input taken as a slice."""
+    size = done.given
+    start = kept_tail(done.positions, size) if done.positions else None
+    if start is not None and start < size and done.units:
+        tail = done.units[len(done.units) - (size - start):]
+        if tail and tail[0] not in (CRUMB, INSTRUCTIONS):
+            head = done.units[: len(done.units) - (size - start)]
+            return [*from_units(items, head), *items[tail[0][0] :]]
+    return from_units(items, done.units)
 
 
 def has_breadcrumb(items: Sequence[Any], *, session_crumb: bool = False) -> bool:
@@ -328,7 +340,7 @@ class HisttrimInputFilter:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
         self.trimmer.check_sent(done)
-        sent = from_units(items, done.units)
+        sent = _sent(items, done)
         self._sent[_key(sent)] = done
         while len(self._sent) > SENT_KEPT:
             self._sent.pop(next(iter(self._sent)))

@@ -35,7 +35,7 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -144,6 +144,20 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
             group.extend(unit.parts)
     flush()
     return out
+
+
+def _sent(
+    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit]
+) -> list[ModelMessage]:
+    """`from_units(messages, done.units)`, with the kept run that ends the history taken as a
+    slice of `messages` when it starts a message (a whole-turn cut)."""
+    start = kept_tail(done.positions, done.given) if done.positions else None
+    if start is not None and start < len(units):
+        unit = units[start]
+        if unit.message is not None and unit.message >= 0 and unit.parts[:1] == (0,):
+            head = done.units[: len(done.units) - (len(units) - start)]
+            return [*from_units(messages, head), *messages[unit.message :]]
+    return from_units(messages, done.units)
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -298,7 +312,7 @@ class HisttrimCapability(AbstractCapability[Any]):
         done = self.trimmer.trim(
             units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units)
         )
-        return from_units(messages, done.units), done
+        return _sent(messages, units, done), done
 
     def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message
