@@ -13,6 +13,7 @@ only moves forward: linear in the history. An edited history is simply replayed 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import accumulate
 
@@ -23,6 +24,18 @@ from histtrim.messages import ChatMessage
 from histtrim.policy import Policy, low_water_tokens, low_water_turns
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Where a held-cut replay stood: `requests` requests replayed, the last ending at row
+    `end`, the cut at turn `first` of `turns` seen, the limit that last moved it."""
+
+    requests: int
+    end: int
+    first: int
+    turns: int
+    reason: TrimReason | None
 
 
 def holds_cut(targets: Policy) -> bool:
@@ -70,6 +83,7 @@ def plan_held_trim(
     counter: str | None = None,
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
+    resume: Replay | None = None,
 ) -> VisibleTrim:
     """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
     `rows[:requests[k]]`), replaying its two limits at each: the turn limit keeps
@@ -80,7 +94,9 @@ def plan_held_trim(
 
     The result describes the last request: its rows are the prefix, the breadcrumb and the
     turns from `first` on; its one event (when anything is dropped) names the limit that last
-    moved the cut and the drop from the whole history."""
+    moved the cut and the drop from the whole history. Its `replay` is the state before the
+    last request: a caller whose next history extends these rows (same prices, limits and
+    breadcrumb flag) passes it as `resume`, and only the requests after it are replayed."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     older, current = (list(accumulate(p, initial=0)) for p in prices)
@@ -104,8 +120,15 @@ def plan_held_trim(
         added = crumb_price() if with_crumb and insert else 0
         return span(0, body, opener) + added + span(index.turn_start(first), end, opener)
 
-    first = turns = 0
-    for end in requests:
+    first = turns = done = 0
+    if resume is not None and resume.requests < len(requests) and (
+            resume.requests == 0 or requests[resume.requests - 1] == resume.end):
+        done, first, turns, reason = resume.requests, resume.first, resume.turns, resume.reason
+    replay: Replay | None = None
+    for k in range(done, len(requests)):
+        end = requests[k]
+        if k == len(requests) - 1:
+            replay = Replay(k, requests[k - 1] if k else 0, first, turns, reason)
         while turns < len(starts) and starts[turns] < end:
             turns += 1
         opener = starts[turns - 1] if turns else fallback
@@ -139,4 +162,4 @@ def plan_held_trim(
     crumb_tokens = (
         crumb_price() if added else 0 if index.crumb is None else prices[0][index.crumb]
     )
-    return VisibleTrim(index, first, added, before, after, events, crumb_tokens)
+    return VisibleTrim(index, first, added, before, after, events, crumb_tokens, replay)

@@ -99,6 +99,14 @@ def index_turns(
     except AttributeError:
         history = conversation_rows(history)  # dicts (or bad rows): validated, errors name them
         facts = [row.facts for row in history]
+    return index_with_facts(history, facts, crumb_present=crumb_present)
+
+
+def index_with_facts(
+    history: Sequence[Row], facts: list[RowFacts], *, crumb_present: bool = False
+) -> TurnIndex:
+    """`index_turns` of rows whose facts the caller already holds (`facts[k]` is row k's):
+    a caller that keeps a growing history's facts indexes it without reading every row."""
     prefix = leading_system_count(history)
     crumb: int | None = None
     if crumb_present:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from histtrim._checks import non_negative
 from histtrim.counting import ESTIMATE, Pricing
@@ -48,6 +48,8 @@ class VisibleTrim:
     events: tuple[HistoryTrimmed, ...]
     crumb_tokens: int = 0
     """The breadcrumb's share of `tokens_after` (inserted or the input's; 0: none is kept)."""
+    replay: Any = None
+    """A held-cut plan's state before its last request (`histtrim.low_water.Replay`)."""
 
     @property
     def trimmed(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import pytest
@@ -111,7 +112,7 @@ def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
     """The last unit of a call may be a run of assistant-side items the next call extends:
     it is made again, never reused half."""
     pytest.importorskip("agents")
-    from histtrim.integrations.openai_agents import HisttrimInputFilter
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, _sent, from_units
 
     items: list[Any] = []
     for i in range(30):
@@ -127,6 +128,7 @@ def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
         done, expected = kept.trim(items[:end], "terse"), fresh.trim(items[:end], "terse")
         assert done.units == expected.units and done.rows == expected.rows
         assert done.tokens == expected.tokens
+        assert _sent(items[:end], done) == from_units(items[:end], done.units)  # sliced
 
 
 def test_the_price_cache_stays_bounded() -> None:
@@ -137,3 +139,64 @@ def test_the_price_cache_stays_bounded() -> None:
     for i in range(3 * cache.limit):
         cache.priced(ChatMessage.user(f"row {i}"))
     assert len(cache._rows) + len(cache._old_rows) <= 2 * cache.limit
+
+
+def test_pair_1_the_pairing_guard_scans_each_history_once_and_answers_as_a_full_scan() -> None:
+    """The guard's errors come from the history, scanned once and then from the last run on:
+    on histories growing call by call, with broken pairs before, inside and after the cut, it
+    refuses exactly the requests a scan of the whole request refuses."""
+    pytest.importorskip("agents")
+    import random
+
+    from histtrim.integrations._trimmer import ToolPairingError, Trimmer
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    def refused(check: Any) -> str | None:
+        try:
+            check()
+        except ToolPairingError as error:
+            return str(error).split(": ", 1)[1].split(" (tool_call_id")[0].split("row ")[0]
+        return None
+
+    rng = random.Random(7)
+    outcomes = set()
+    for trial in range(12):
+        items: list[Any] = []
+        for i in range(40):
+            items.append({"role": "user", "content": f"q{i} " + "x" * rng.randrange(20, 200)})
+            for r in range(rng.randrange(0, 3)):
+                call = f"c{i}_{r}"
+                items.append({"type": "function_call", "call_id": call, "name": "f",
+                              "arguments": "{}"})
+                if rng.random() > 0.04:  # now and then a call loses its result
+                    items.append({"type": "function_call_output", "call_id": call,
+                                  "output": "o" * rng.randrange(5, 100)})
+            if rng.random() < 0.03:  # or a result appears from nowhere
+                items.append({"type": "function_call_output", "call_id": "ghost", "output": "g"})
+            items.append({"role": "assistant", "content": f"a{i}"})
+        kept = HisttrimInputFilter(budget_tokens=rng.choice([300, 800, 5_000]))
+        ends = sorted(rng.sample(range(1, len(items) + 1), 8))
+        for end in ends:
+            done = kept.trim(items[:end], "terse")
+            full = refused(partial(Trimmer.check_pairing, done.rows))
+            incremental = refused(partial(kept.trimmer.check_sent, done))
+            assert (full is None) == (incremental is None), (trial, end, full, incremental)
+            outcomes.add(full is None)
+    assert outcomes == {True, False}  # both refused and sent requests were checked
+
+
+@pytest.mark.parametrize("policy", [HELD, Policy(token_trim_target=Fraction(1, 2),
+                                                 turn_trim_target=Fraction(1, 2))])
+def test_run_1_a_resumed_held_replay_cuts_where_a_full_replay_cuts(policy: Policy) -> None:
+    """Call after call the held cut resumes the replay where the last call left it: at every
+    call it equals a fresh instance's full replay (both limits, the breadcrumb counted)."""
+    pytest.importorskip("langchain_core")
+    from histtrim.integrations.langchain import HisttrimMiddleware
+
+    history = langchain_turns(45)
+    kept = HisttrimMiddleware(budget_tokens=900, max_turns=12, policy=policy)
+    for end in range(1, len(history) + 1):
+        fresh = HisttrimMiddleware(budget_tokens=900, max_turns=12, policy=policy)
+        done, expected = kept.trim(history[:end]), fresh.trim(history[:end])
+        assert (done.units, done.tokens, done.events) == (
+            expected.units, expected.tokens, expected.events), end

@@ -12,12 +12,12 @@ from typing import Generic, TypeVar
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
+from histtrim.low_water import Replay, holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
-from histtrim.turns import index_turns
+from histtrim.turns import TurnIndex, index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim
 
 R = TypeVar("R")
@@ -37,6 +37,8 @@ class RecordTrimResult(Generic[R]):
     crumb_inserted: bool
     events: tuple[HistoryTrimmed, ...] = ()
     """Every drop's event: two when both limits dropped turns (`event` is the last)."""
+    replay: Replay | None = None
+    """A held cut's replay state before the last request (`plan_held_trim`'s `resume`)."""
     tool_context: ToolContextEdit | None = None
     """The policy's tool context edit of the kept rows (CTX-1..9), when it sets one: `records`
     and `rows` are then the request to send, the rows it left out or cleared rewritten."""
@@ -106,6 +108,9 @@ def trim_records_held(
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
     prices: tuple[Sequence[int], Sequence[int]] | None = None,
+    index: TurnIndex | None = None,
+    requests: Sequence[int] | None = None,
+    resume: Replay | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
@@ -116,6 +121,10 @@ def trim_records_held(
     each row's price as an older row and as a row of the current turn (`Pricing.both`),
     when the caller has them (an integration prices each row once per session, and a
     framework's own non-text parts beside the row's text); else the rows are priced here.
+    `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
+    integration keeps a growing history's), so the rows are not read again; `requests`
+    (`request_points(rows)`) and `resume` (a held plan's `replay` for a history these rows
+    extend) likewise.
 
     A policy with a `tool_context` (CTX-1..9) then edits the kept rows as the request to send;
     `edit_record(record, row)` writes the record of a row the edit changed (the record of the
@@ -133,8 +142,11 @@ def trim_records_held(
         non_negative("budget_tokens", budget_tokens)
     if max_turns is not None:
         non_negative("max_turns", max_turns)
-    rows = chat_rows(rows)
-    index = index_turns(rows, crumb_present=crumb_present)
+    if index is None:
+        rows = chat_rows(rows)
+        index = index_turns(rows, crumb_present=crumb_present)
+    elif index.length != len(rows) or (index.crumb is not None) != crumb_present:
+        raise ValueError("index: not the index of these rows with this crumb flag")
     given = prices
     crumb_row, pricing = breadcrumb_message(), Pricing(policy, token_counter)
     counter = pricing.counter_name
@@ -144,11 +156,11 @@ def trim_records_held(
     if holds_cut(policy):
         plan = plan_held_trim(
             index, two_prices(rows, index, pricing) if given is None else given,
-            request_points(rows), max_turns=max_turns,
+            request_points(rows) if requests is None else requests, max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
             crumb_cost=lambda: pricing.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
-            token_target=policy.token_trim_target,
+            token_target=policy.token_trim_target, resume=resume,
         )
     else:
         if given is None:
@@ -175,12 +187,13 @@ def trim_records_held(
             plan.kept(rows, None), dropped, len(dropped), plan.first, plan.turns_after, max_turns
         )
     if not plan.trimmed:
-        done = RecordTrimResult(list(records), list(rows), result, None, crumb_present, False)
+        done = RecordTrimResult(list(records), list(rows), result, None, crumb_present, False,
+                                replay=plan.replay)
     else:
         crumb_record = copy.deepcopy(breadcrumb_record) if plan.crumb_inserted else None
         done = RecordTrimResult(
             plan.kept(records, crumb_record), kept_rows, result, plan.events[-1],
-            plan.crumb_present, plan.crumb_inserted, plan.events,
+            plan.crumb_present, plan.crumb_inserted, plan.events, plan.replay,
         )
     if edit_record is None or policy.tool_context.mode == "off":
         return done

@@ -21,7 +21,8 @@ from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.messages import ChatMessage
+from histtrim.low_water import Replay, request_points
+from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
@@ -33,9 +34,10 @@ from histtrim.reported_usage import (
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, breadcrumb_message
-from histtrim.turns import index_turns
+from histtrim.turns import index_turns, index_with_facts
 
 _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
+_FACTS = attrgetter("facts")
 U = TypeVar("U")
 T = TypeVar("T")
 
@@ -157,6 +159,67 @@ class Seen:
     priced: list[Priced]
     floor: int = 0
     report: tuple[int, int] | None = None
+    problems: list[PairingProblem] | None = None
+    """The pairing errors of the whole history (its positions), found once per history: a
+    history that extends another scans only from the other's last request on."""
+    parent: tuple[int, list[PairingProblem]] | None = None
+    """The length and errors of the history this one extends, until `problems` is made."""
+    columns: Columns | None = None
+    """The rows, prices and row facts of its trim's units (`lead` then its own) as lists,
+    made once per history."""
+    lead: tuple[Priced, ...] = ()
+    """The units its trim put before the history's own (the instructions)."""
+    base: tuple[int, Columns, tuple[Priced, ...]] | None = None
+    """How many leading priced rows it shares with the history it extends, and that one's
+    columns and lead, until `columns` is made."""
+    replay: tuple[tuple[Priced, ...], bool, Replay] | None = None
+    """Its held-cut replay before its last request, with the rows the trim put before the
+    history's (the instructions) and the breadcrumb flag it was made with; a history that
+    extends it resumes there (`plan_held_trim`'s `resume`)."""
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Priced rows as the plan reads them: the rows, both prices and the row facts."""
+
+    rows: list[ChatMessage]
+    older: list[int]
+    current: list[int]
+    facts: list[RowFacts]
+    points: list[int]
+    """Where the requests the rows record end (`request_points`, the last one left out)."""
+
+    @classmethod
+    def of(cls, priced: Sequence[Priced]) -> Columns:
+        rows = list(map(_ROW, priced))
+        return cls(rows, list(map(_OLDER, priced)), list(map(_CURRENT, priced)),
+                   list(map(_FACTS, rows)), request_points(rows)[:-1])
+
+    def __add__(self, other: Columns) -> Columns:
+        size = len(self.rows)
+        joint = [size] if (size and other.rows and other.rows[0].role == "assistant"
+                           and self.rows[-1].role != "assistant") else []
+        return Columns(self.rows + other.rows, self.older + other.older,
+                       self.current + other.current, self.facts + other.facts,
+                       [*self.points, *joint, *(size + p for p in other.points)])
+
+    def head(self, size: int) -> Columns:
+        return Columns(self.rows[:size], self.older[:size], self.current[:size],
+                       self.facts[:size], self.points[: bisect_left(self.points, size)])
+
+
+def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
+    """The columns of `lead` and a history's units: the shared head of the history it
+    extends (when its trim had the same lead) and its own new rows'."""
+    if seen.columns is None or seen.lead != lead:
+        base = seen.base
+        if base is not None and base[2] == lead:
+            size, table, _ = base
+            seen.columns = table.head(len(lead) + size) + Columns.of(seen.priced[size:])
+        else:
+            seen.columns = Columns.of([*lead, *seen.priced])
+        seen.lead, seen.base = lead, None
+    return seen.columns
 
 
 class Prefixes:
@@ -188,13 +251,20 @@ class Prefixes:
 
     def remember(
         self, items: Sequence[Any], units: list[Any], priced: list[Priced],
-        extends: Seen | None = None,
+        extends: Seen | None = None, shared: int = 0,
     ) -> Seen:
-        """Remember a history priced now (inheriting what the one it `extends` holds); it is
-        also `last()` for this thread until the next one (the trim that follows reads it)."""
+        """Remember a history priced now (inheriting what the one it `extends` holds, whose
+        first `shared` priced rows it reuses); it is also `last()` for this thread until the
+        next one (the trim that follows reads it)."""
         seen = Seen(list(items), units, priced)
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
+            if extends.problems is not None:
+                seen.parent = (len(extends.priced), extends.problems)
+            if extends.columns is not None and shared:
+                seen.base = (shared, extends.columns, extends.lead)
+                if extends.replay is not None and extends.replay[2].end <= shared:
+                    seen.replay = extends.replay  # its requests end in the shared rows
         self._seen = [seen, *self._seen[: self.keep - 1]]
         self._last.seen = seen
         return seen
@@ -217,6 +287,34 @@ class _Plan:
     crumb_present: bool
     events: tuple[HistoryTrimmed, ...]
     tokens: int
+    replay: Replay | None = None
+
+
+def kept_items(items: Sequence[T], positions: Sequence[int], crumb: T) -> list[T]:
+    """The items at the kept `positions` (-1: `crumb`): the leading ones, the crumb, then a
+    run to the end, taken as slices when they are (a whole-turn cut's shape)."""
+    if isinstance(positions, range):
+        return list(items[positions.start : positions.stop])
+    k = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    crumbs = 1 if k < len(positions) and positions[k] == -1 else 0
+    start = kept_tail(positions, len(items))
+    if start is not None:
+        return [*items[:k], *([crumb] if crumbs else []), *items[start:]]
+    return [items[i] if i >= 0 else crumb for i in positions]
+
+
+def kept_tail(positions: Sequence[int], size: int) -> int | None:
+    """Where the run of kept positions that ends the request starts, when the positions
+    after the leading ones and the crumb are exactly that run to `size` (a whole-turn cut's
+    shape); else None."""
+    k = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    tail = k + (1 if k < len(positions) and positions[k] == -1 else 0)
+    if tail == len(positions):
+        return size
+    first, last = positions[tail], positions[-1]
+    if first >= 0 and last == size - 1 and last - first == len(positions) - 1 - tail:
+        return first
+    return None
 
 
 def same_model(requested: object, reported: object) -> bool:
@@ -255,6 +353,12 @@ class Trimmed(Generic[U]):
     """Each unit's priced row (the breadcrumb's included), as `units`."""
     seen: Seen | None = None
     """The history the request was made from: a usage report for it is recorded there."""
+    positions: Sequence[int] = ()
+    """Each unit's position in the units the trim was given (-1: the breadcrumb)."""
+    offset: int = 0
+    """How many units the trim was given before the history's own (the instructions)."""
+    given: int = 0
+    """How many units the trim was given (`positions` index them)."""
     tool_context: ToolContextEdit | None = None
     """The policy's tool context edit of the kept rows (CTX-1..9), when it changed any:
     `units` and `rows` are then what is sent, a changed unit written by the framework."""
@@ -364,7 +468,17 @@ class Trimmer:
         if seen is not None and seen.floor:
             positions, rows, crumb_present = self._held_floor(
                 priced, crumb_present, seen.floor + offset)
-        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns)
+        given, resume, lead = None, None, tuple(priced[:offset])
+        if seen is not None:  # the history's columns, made once (the next call's head)
+            table = columns(seen, lead)
+            if not seen.floor:
+                given = table
+                if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
+                    resume = seen.replay[2]
+        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
+                          given=given, resume=resume)
+        if given is not None and seen is not None and plan.replay is not None:
+            seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
         self._emit(plan.events)
@@ -454,25 +568,30 @@ class Trimmer:
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
         budget: int, max_turns: int | None, *, policy: Policy | None = None,
+        given: Columns | None = None, resume: Replay | None = None,
     ) -> _Plan:
-        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb)."""
-        rows = list(map(_ROW, priced))
+        """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb);
+        `given`: their columns, when the caller holds them."""
+        table = Columns.of(priced) if given is None else given
+        rows = table.rows
         done = trim_records_held(  # records: positions (ints: no garbage to collect per row)
             positions, rows, max_turns=max_turns, budget_tokens=budget,
             budget_in_force=self.budget_tokens, crumb_present=crumb_present,
             breadcrumb_record=-1, token_counter=self.token_counter,
             policy=self._cut_policy if policy is None else policy,
-            prices=(list(map(_OLDER, priced)), list(map(_CURRENT, priced))),
+            prices=(table.older, table.current),
+            index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
+            requests=[*table.points, len(rows)], resume=resume,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:
-            return _Plan(positions, priced, rows, crumb_present, (), tokens)
+            return _Plan(positions, priced, rows, crumb_present, (), tokens, done.replay)
         kept = done.records
         k = bisect_left(range(len(kept)), True, key=lambda j: kept[j] != positions[j])
         lead = 1 if done.crumb_inserted else 0
         skip = len(positions) - (len(kept) - k - lead)
         return _Plan(kept, [*priced[:k], *([self._crumb()] if lead else []), *priced[skip:]],
-                     done.rows, done.crumb_present, done.events, tokens)
+                     done.rows, done.crumb_present, done.events, tokens, done.replay)
 
     def _rebuild(
         self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
@@ -480,13 +599,10 @@ class Trimmer:
     ) -> Trimmed[U]:
         """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end;
         with `rewrite`, then the policy's tool context edit of them (`_edited`)."""
-        kept = plan.positions
-        if isinstance(kept, range):
-            out = list(units[kept.start : kept.stop])
-        else:
-            out = [units[i] if i >= 0 else crumb for i in kept]
-        done = Trimmed(out, list(plan.rows), plan.crumb_present, plan.events, plan.tokens,
-                       list(plan.priced), seen)
+        out = kept_items(units, plan.positions, crumb)
+        offset = 0 if seen is None else len(priced) - len(seen.priced)
+        done = Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
+                       list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
         return self._edited(done, rewrite)
@@ -495,7 +611,8 @@ class Trimmer:
         """The request the policy's tool context sends (CTX-1..9), made from the kept rows
         alone (so the same history gives the same request): an unchanged unit is the
         framework's own object, a changed one is written by `rewrite`. The estimate of what
-        is sent (`tokens`) is the edited rows'."""
+        is sent (`tokens`) is the edited rows'; `positions` are dropped (the units are no
+        longer the history's own, position for position)."""
         edit = edit_tool_context(
             done.rows, self.policy, crumb_present=done.crumb_present,
             token_counter=self.token_counter,
@@ -514,7 +631,7 @@ class Trimmer:
                 priced.append(Priced(row, price, price))
         tokens = self.pricing.total(edit.messages)
         return replace(done, units=units, rows=edit.messages, priced=priced, tokens=tokens,
-                       tool_context=edit)
+                       positions=(), tool_context=edit)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""
@@ -524,18 +641,34 @@ class Trimmer:
             self._crumb_priced = Priced(row, price, price)
         return self._crumb_priced
 
+    def check_sent(self, sent: Trimmed[Any]) -> None:
+        """`check_pairing` of the request `sent`, from its history's pairing errors (found
+        once per history, then only for the rows a call adds): a whole-turn cut and the
+        breadcrumb never break a pair, so the request's errors are the history's errors in
+        the rows it keeps."""
+        seen = sent.seen
+        if seen is None or not sent.positions:
+            self.check_pairing(sent.rows)
+            return
+        problems = _history_problems(seen)
+        if not problems:
+            return
+        history = list(map(_ROW, seen.priced))
+        positions = sent.positions
+        first = _first_kept(positions)
+        if first is None:
+            _refuse(problems, history)
+            return
+        lead = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+        _refuse([p for p in problems if not lead <= p.position + sent.offset < first],
+                history)
+
     @staticmethod
     def check_pairing(rows: Sequence[ChatMessage]) -> None:
         """Refuse a request every OpenAI-style API would reject (PAIR-1): a call without its
         results, or a result without its call. Whole-turn trims never cause one; a history
         broken before it reached the integration is reported here, not sent."""
-        errors = [problem for problem in validate_tool_pairing(rows)
-                  if problem.is_error and not _around_an_empty_id(rows, problem)]
-        if errors:
-            raise ToolPairingError(
-                f"the request breaks tool pairing and was not sent: {errors[0]}"
-                + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
-            )
+        _refuse([p for p in validate_tool_pairing(rows) if p.is_error], rows)
 
     def _emit(self, events: Sequence[HistoryTrimmed]) -> None:
         """Each event to `on_trim`; a callback that raises is logged, the run goes on (SEEN-3)."""
@@ -546,6 +679,59 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _refuse(errors: Sequence[PairingProblem], rows: Sequence[ChatMessage]) -> None:
+    """Raise `ToolPairingError` for the errors a framework does not resolve itself."""
+    errors = [problem for problem in errors if not _around_an_empty_id(rows, problem)]
+    if errors:
+        raise ToolPairingError(
+            f"the request breaks tool pairing and was not sent: {errors[0]}"
+            + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+        )
+
+
+def _history_problems(seen: Seen) -> list[PairingProblem]:
+    """The pairing errors of a history (`Seen.problems`), scanned once: from its start, or
+    from the last request of the history it extends (a run of calls and results starts at an
+    assistant row after a non-assistant one, so nothing before it changes an error after it)."""
+    if seen.problems is not None:
+        return seen.problems
+    rows = _Rows(seen.priced)
+    start, earlier = 0, []
+    if seen.parent is not None:
+        size, problems = seen.parent
+        start = min(size, len(rows))
+        while start > 0 and not (start < len(rows) and _fresh(rows, start)):
+            start -= 1
+        earlier = [p for p in problems if p.position < start]
+    tail = [replace(p, position=p.position + start) for p in
+            validate_tool_pairing(list(map(_ROW, seen.priced[start:]))) if p.is_error]
+    seen.problems, seen.parent = [*earlier, *tail], None
+    return seen.problems
+
+
+class _Rows(Sequence[ChatMessage]):
+    """The rows of priced units, read one at a time (no list of them all is made)."""
+
+    def __init__(self, priced: Sequence[Priced]) -> None:
+        self.priced = priced
+
+    def __len__(self) -> int:
+        return len(self.priced)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [p.row for p in self.priced[i]]
+        return self.priced[i].row
+
+
+def _fresh(rows: Sequence[ChatMessage], position: int) -> bool:
+    """Whether no pairing error at or after `position` depends on a row before it: a user or
+    system row, or the first assistant row of a reply (a new run of calls and results)."""
+    role = rows[position].role
+    return role in ("user", "system") or (role == "assistant"
+                                          and rows[position - 1].role != "assistant")
 
 
 def _around_an_empty_id(rows: Sequence[ChatMessage], problem: PairingProblem) -> bool:

@@ -8,7 +8,10 @@ more (RUN-2). The graph state is not changed: the next request is trimmed again 
 history. With `persist=True`, `before_model` also trims the stored state (`RemoveMessage` of
 every message, then the kept ones and the breadcrumb): the dropped turns leave the state.
 
-The rows are the ones `histtrim.adapters.langchain.from_langchain` builds; the messages sent are
+Each response's `usage_metadata["input_tokens"]` is the provider's count of the request
+sent: a count over the budget trims the next request to the budget in provider units, once,
+and the cut is held (USAGE-1..6, `Trimmer.report`). The rows are the ones
+`histtrim.adapters.langchain.from_langchain` builds; the messages sent are
 the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[langchain]'`."""
 
 from __future__ import annotations
@@ -153,7 +156,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
                 out.append(cache.get(anchors, partial(langchain_row, message)))
             except (ValueError, TypeError) as error:
                 raise ValueError(f"messages[{i}]: {error}") from None
-        self.trimmer.prefixes.remember(messages, [], out, seen)
+        self.trimmer.prefixes.remember(messages, [], out, seen, start)
         return out
 
     def before_model(self, state: Any, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -176,7 +179,7 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
             [] if request.system_message is None else [request.system_message]
         )
         done = self.trim([*system, *request.messages], request=True)
-        self.trimmer.check_pairing(done.rows)
+        self.trimmer.check_sent(done)
         return request.override(messages=done.units[len(system) :]), done
 
     def _retry(

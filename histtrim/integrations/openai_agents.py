@@ -8,7 +8,8 @@ run_config=RunConfig(call_model_input_filter=HisttrimInputFilter()))`, or `run_w
 - `HisttrimModel` wraps a `Model`: when the provider reports a context overflow
   (`is_context_overflow`: OpenAI's `context_length_exceeded`, LiteLLM's, other providers'), it
   trims the input that overflowed to two thirds of its estimate and calls the model once more
-  (RUN-2). The SDK has no overflow hook, so the retry lives in the model.
+  (RUN-2). The SDK has no overflow hook, so the retry lives in the model; it also hands
+  each response's `usage.input_tokens` to the filter (USAGE-1..6, `Trimmer.report`).
 - `HisttrimSession` wraps any `Session`: it stores every item and each run reads the newest
   `max_turns` whole turns, the breadcrumb first when older turns are left out.
 - `run_with_histtrim(agent, input, ...)` runs `Runner.run` with the filter installed and the
@@ -41,7 +42,7 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
 from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -179,6 +180,18 @@ def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Uni
         )
 
     return rewrite
+
+
+def _sent(items: Sequence[Any], done: Trimmed[Unit]) -> list[TResponseInputItem]:
+    """`from_units(items, done.units)`, the kept run that ends the input taken as a slice."""
+    size = done.given
+    start = kept_tail(done.positions, size) if done.positions else None
+    if start is not None and start < size and done.units:
+        tail = done.units[len(done.units) - (size - start):]
+        if tail and tail[0] not in (CRUMB, INSTRUCTIONS):
+            head = done.units[: len(done.units) - (size - start)]
+            return [*from_units(items, head), *items[tail[0][0] :]]
+    return from_units(items, done.units)
 
 
 def has_breadcrumb(items: Sequence[Any], *, session_crumb: bool = False) -> bool:
@@ -356,8 +369,8 @@ class HisttrimInputFilter:
     def __call__(self, data: CallModelData[Any]) -> ModelInputData:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
-        self.trimmer.check_pairing(done.rows)
-        sent = from_units(items, done.units)
+        self.trimmer.check_sent(done)
+        sent = _sent(items, done)
         self._sent[_key(sent)] = done
         while len(self._sent) > SENT_KEPT:
             self._sent.pop(next(iter(self._sent)))
@@ -398,12 +411,13 @@ def priced_units(
     if seen is not None and seen.units:  # its last unit may be a run the new items continue
         units, priced = seen.units[:-1], seen.priced[:-1]
     start = units[-1][-1] + 1 if units else 0
+    shared = len(priced)
     tail = item_units(items, start)
     units = [*units, *tail]
     priced = [*priced, *(
         cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
     )]
-    trimmer.prefixes.remember(items, units, priced, seen)
+    trimmer.prefixes.remember(items, units, priced, seen, shared)
     if instructions:
         units = [INSTRUCTIONS, *units]
         priced = [cache.priced(ChatMessage.system(instructions)), *priced]

@@ -5,8 +5,10 @@ KEEP-1, RUN-1), counting `Agent(instructions=...)` (sent beside the messages) li
 row, puts the breadcrumb request after the system prompt (SEEN-1) and emits
 `HistoryTrimmed` (SEEN-2); `on_model_request_error` answers pydantic-ai's
 `ModelContextWindowExceededError` by trimming the request that overflowed to two thirds of its
-estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). The run's stored history
-(`result.all_messages()`) is not changed: each request is trimmed again from the full history.
+estimate and asking for one more attempt (`RetryModelRequest`, RUN-2). Each response's
+`usage.input_tokens` is the provider's count of the request sent (USAGE-1..6,
+`Trimmer.report`). The run's stored history (`result.all_messages()`) is not changed: each
+request is trimmed again from the full history.
 
 pydantic-ai keeps `Agent(system_prompt=...)` as a `SystemPromptPart` inside the first
 `ModelRequest`, beside the first user prompt: here each part of a request is its own row, so
@@ -35,7 +37,7 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -173,6 +175,20 @@ def tool_context_unit(messages: Sequence[ModelMessage]) -> Callable[[Unit, ChatM
         return Unit(unit.message, unit.parts, tuple(new))
 
     return rewrite
+
+
+def _sent(
+    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit]
+) -> list[ModelMessage]:
+    """`from_units(messages, done.units)`, with the kept run that ends the history taken as a
+    slice of `messages` when it starts a message (a whole-turn cut)."""
+    start = kept_tail(done.positions, done.given) if done.positions else None
+    if start is not None and start < len(units):
+        unit = units[start]
+        if unit.message is not None and unit.message >= 0 and unit.parts[:1] == (0,):
+            head = done.units[: len(done.units) - (len(units) - start)]
+            return [*from_units(messages, head), *messages[unit.message :]]
+    return from_units(messages, done.units)
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -328,7 +344,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units),
             rewrite=tool_context_unit(messages),
         )
-        return from_units(messages, done.units), done
+        return _sent(messages, units, done), done
 
     def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message
@@ -339,12 +355,13 @@ class HisttrimCapability(AbstractCapability[Any]):
         start = 0 if seen is None else len(seen.items)
         units: list[Unit] = [] if seen is None else list(seen.units)
         priced: list[Priced] = [] if seen is None else list(seen.priced)
+        shared = len(priced)
         for m, message in enumerate(messages[start:], start):
             anchors = (message, *getattr(message, "parts", ()))
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
-        self.trimmer.prefixes.remember(messages, units, priced, seen)
+        self.trimmer.prefixes.remember(messages, units, priced, seen, shared)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
@@ -365,7 +382,7 @@ class HisttrimCapability(AbstractCapability[Any]):
         messages = list(request_context.messages)
         parts = request_context.model_request_parameters.instruction_parts or []
         sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
-        self.trimmer.check_pairing(done.rows)
+        self.trimmer.check_sent(done)
         self._sent[ctx.run_id] = (messages, done)
         return replace(request_context, messages=sent)
 
