@@ -238,7 +238,7 @@ def test_review_reads_the_real_sessions_as_they_are() -> None:
 
 # --- the long real sessions: Claude Code transcripts and mini-swe-agent runs (issue 40) -------
 
-LONG = {"claude-code": 35, "mini-swe-agent": 21}
+LONG = {"claude-code": 34, "mini-swe-agent": 21}
 
 
 @cache

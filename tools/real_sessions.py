@@ -660,6 +660,7 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
             licences[f"{repo.slug}@{v.commit}"] = text
             found.append(v)
     kept, duplicates = merged_sessions(found)
+    copies = 0
     scrub = Scrub()
     dropped: dict[str, int] = {}
     candidates: list[Built] = []
@@ -680,7 +681,13 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
     chosen: list[Built] = []
     size = 0
     over_budget: list[Built] = []
-    for b in sorted(candidates, key=lambda b: -b.tokens):
+    kept_calls: list[set[str]] = []
+    for b in sorted(candidates, key=lambda b: (-b.tokens, b.name)):
+        calls = _call_ids(b.messages)
+        if any(calls <= other for other in kept_calls):
+            copies += 1  # a part another session holds too (a session resumed under a new id)
+            continue
+        kept_calls.append(calls)
         if size + len(b.data) > SIZE_BUDGET:
             over_budget.append(b)
             continue
@@ -698,7 +705,8 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
                 used[f"{v.repo.slug}@{v.commit}"] = licence_file(v.repo.slug, text)
                 (staging / "LICENSES" / licence_file(v.repo.slug, text)).write_bytes(text)
         (staging / "PROVENANCE.md").write_text(claude_provenance(
-            chosen, used, scrub.counts, dropped, duplicates, short, over_budget, unlicensed,
+            chosen, used, scrub.counts, dropped, duplicates, copies, short, over_budget,
+            unlicensed,
             sum(v.skipped_lines for b in chosen for v in b.session.versions)))
         manifest = "".join(f"{sha256(b.data)}  {b.name}.jsonl\n" for b in chosen)
         (staging / "MANIFEST.sha256").write_text(manifest)
@@ -711,6 +719,11 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
     return len(chosen)
 
 
+def _call_ids(messages: list[Msg]) -> set[str]:
+    return {b["id"] for m in messages if m["role"] == "assistant"
+            for b in m["content"] if b.get("type") == "tool_use"}
+
+
 def licence_file(slug: str, text: bytes) -> str:
     return f"{slug.replace('/', '+')}-{sha256(text)[:8]}.txt"
 
@@ -721,7 +734,8 @@ def _counts(counts: dict[str, int]) -> str:
 
 def claude_provenance(
     chosen: list[Built], licences: dict[str, str], scrubbed: dict[str, int],
-    dropped: dict[str, int], duplicates: int, short: int, over_budget: list[Built],
+    dropped: dict[str, int], duplicates: int, copies: int, short: int,
+    over_budget: list[Built],
     unlicensed: dict[str, int], unreadable: int,
 ) -> str:
     rows = "\n".join(
@@ -757,8 +771,10 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   `/clear` ends the context and a compaction's summary (`isCompactSummary`) starts a new one
   (the summary is the new part's first user message).
 - Assistant rows are grouped by message id into one assistant message (text, tool-use and
-  image blocks in order; thinking blocks are left out, as the API drops them from earlier
-  turns); the client's own assistant rows (model `<synthetic>`, e.g. API errors) are dropped.
+  image blocks in order; thinking blocks are left out: histtrim's rows carry no reasoning,
+  and where a model keeps earlier thinking in its context the recorded input counts tokens
+  the file does not hold); the client's own assistant rows (model `<synthetic>`, e.g. API
+  errors) are dropped.
 - Consecutive tool-result rows are one user message of `tool_result` blocks.
 - **Recorded usage**: each assistant message carries `usage`, the provider's counts for the
   call that produced it, as the client recorded them (the message's last row):
@@ -768,8 +784,8 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   (the API does not read them back).
 - Sessions are told apart by `sessionId`; of the versions of one session in a repository's
   history the one with the most rows is kept, and a session whose calls all appear in a
-  longer kept one (a fork's copy, a resumed session) is dropped ({duplicates} versions
-  dropped in all).
+  longer kept one (a fork's copy, a resumed session) is dropped ({duplicates} sessions);
+  so is a part whose tool calls all appear in a longer kept part ({copies} parts).
 - Parts estimated below {MIN_TOKENS:,} tokens by histtrim are left out ({short} parts); the
   longest parts are kept first within {SIZE_BUDGET:,} bytes.
 
