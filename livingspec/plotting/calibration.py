@@ -114,3 +114,28 @@ def recorded_vs_estimate(claude: Sequence[RecordedSession], mini: Sequence[Recor
         axes.legend(fontsize=8, loc="upper left")
     figure.suptitle(title, fontsize=10)
     return figure
+
+
+def cached_share_figure(sessions: Sequence[RecordedSession], colors: Mapping[str, str], *,
+                        title: str) -> Figure | None:
+    """Each session's cached share of its prompts: the cache model's prediction against the
+    provider's record, one colour per corpus (`colors[corpus]`), y = x marked. None where
+    matplotlib is missing (the cell prints the shares)."""
+    if not can_draw():
+        return None
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(5.5, 5.2))
+    for corpus, color in colors.items():
+        group = [s for s in sessions if s.corpus == corpus]
+        axes.scatter([s.recorded_share() for s in group], [s.predicted_share() for s in group],
+                     s=18, color=color, label=f"{corpus} ({len(group)})")
+    axes.plot([0.7, 1], [0.7, 1], color="gray", linewidth=1, label="y = x")
+    axes.set_xlim(0.7, 1)
+    axes.set_ylim(0.7, 1)
+    axes.set_xlabel("cached share, recorded by the provider")
+    axes.set_ylabel("cached share, predicted by the cache model")
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8, loc="upper left")
+    axes.grid(True, alpha=0.3)
+    return figure
