@@ -1,6 +1,8 @@
-"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions): carried with its
-license and provenance, exactly as tools/real_sessions.py builds it, and every session goes
-through the trims, the sweep and the validator without an error (PAIR-1, PAIR-2)."""
+"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions; the long Claude
+Code and mini-swe-agent sessions): carried with its licences and provenance, exactly as
+tools/real_sessions.py builds it (the converter and its scrub are tested here on synthetic
+rows), and every session goes through the trims, the sweep and the validator without an error
+(PAIR-1, PAIR-2)."""
 
 from __future__ import annotations
 

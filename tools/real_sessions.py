@@ -1,17 +1,28 @@
-"""Build examples/real/ from the original files of two public MIT-licensed repositories: the
-200 tau-bench airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations.
+"""Build examples/real/ from public repositories under permissive licences: the 200 tau-bench
+airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations (MIT, pinned file by
+file), Claude Code transcripts found in the history of the repositories `CLAUDE_REPOS` names
+(CC0, MIT, Apache-2.0), and mini-swe-agent's SWE-bench runs of Gemini 3 Pro (MIT).
 
-Each session becomes one JSON Lines file of OpenAI chat messages. tau-bench's messages are
-written exactly as recorded; SWE-agent's keep their OpenAI fields (role, content, tool_calls)
-and name the call a tool row answers as `tool_call_id` (SWE-agent writes a one-item list,
-`tool_call_ids`). The script checks every source file against the SHA-256 pinned below, so a
-rebuild either reproduces the committed corpus byte for byte or stops.
+tau-bench and SWE-agent: each session becomes one JSON Lines file of OpenAI chat messages.
+tau-bench's messages are written exactly as recorded; SWE-agent's keep their OpenAI fields
+(role, content, tool_calls) and name the call a tool row answers as `tool_call_id` (SWE-agent
+writes a one-item list, `tool_call_ids`). The script checks every source file against the
+SHA-256 pinned below, so a rebuild either reproduces the committed corpus byte for byte or
+stops.
+
+Claude Code (`build_claude`) and mini-swe-agent (`build_mini`): each transcript is converted
+(what each row is, which rows open turns, each call's recorded usage kept), scrubbed (`Scrub`:
+secrets, e-mail addresses, home paths) and written with a PROVENANCE.md naming, per session,
+the repository, commit, path, git blob and licence it came from; see each folder's note.
 
     python tools/real_sessions.py --git tau-bench=PATH/TO/tau-bench.git \\
         --git swe-agent=PATH/TO/SWE-agent.git [--out examples/real]
+    python tools/real_sessions.py --claude-mirror DIR --mini-swe-agent PATH/TO/mini-swe-agent.git
 
 `--git NAME=DIR` reads the pinned commit from a clone (`git show COMMIT:PATH`);
-`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit.
+`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit;
+`--claude-mirror DIR` reads each repository of `CLAUDE_REPOS` from `DIR/OWNER+NAME/repo`
+(a bare clone with its history; `--claude OWNER/NAME=GITDIR` names one elsewhere).
 """
 
 from __future__ import annotations
