@@ -484,3 +484,27 @@ def test_mini_swe_agent_actions_become_tool_calls() -> None:
         {"role": "user", "content": "Please always provide EXACTLY ONE action"},
     ]
     assert errors == 1
+
+
+def test_review_replays_a_long_real_session_whole() -> None:
+    """`histtrim review` reads a Claude Code session (Anthropic messages): every turn and every
+    recorded tool round replayed when the tool rounds per turn are not capped at 10 (a Claude
+    Code turn runs dozens), and a 4,000-token budget trims it."""
+    from histtrim import Policy, ProviderProfile, RuntimeProfile
+    from histtrim.cli.review import load_session
+    from histtrim.review.compare import run_review
+    from histtrim.review.replay import ReplaySettings
+
+    path = REAL / "claude-code" / "m-thisness-c71cc98f.jsonl"
+    session = load_session(str(path))
+    prompts = [m for m in anthropic_messages(path) if m["role"] == "user"
+               and not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                           for b in (m["content"] if isinstance(m["content"], list) else ()))]
+    assert len(session.turns) == len(prompts) == 3
+    settings = ReplaySettings(
+        profile=RuntimeProfile(max_context_tokens=4_000, max_tool_iterations=1_000),
+        provider=ProviderProfile(model="replay-model", context_window=200_000),
+    )
+    (summary,) = run_review([session], [("spec", Policy())], settings, workers=1).summaries()
+    assert summary.calls == sum(len(t.steps) for t in session.turns) > 30
+    assert summary.failed_turns == 0 and summary.token_trims > 0
