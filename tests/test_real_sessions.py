@@ -357,9 +357,14 @@ def test_the_scrub_replaces_secrets_addresses_and_home_paths() -> None:
     assert scrub.text("cd /home/ana/src && ls /Users/bob/Desktop") == (
         "cd /home/user/src && ls /Users/user/Desktop")
     assert scrub.text("C:\\Users\\Carol\\repo") == "C:\\Users\\user\\repo"
+    assert scrub.text("cygpath 'c:\\\\users\\\\dan' /Users/eve-ng/x") == (
+        "cygpath 'c:\\\\users\\\\user' /Users/user/x")
+    assert scrub.text("~/.claude/projects/-home-ana-b and C--Users-Bob--claude-x") == (
+        "~/.claude/projects/-home-user-b and C--Users-user--claude-x")
+    assert scrub.text("my-home-page") == "my-home-page"
     kept = "token = next_token(stream)  # 12 items, see /home/ and ~/.config"
     assert scrub.text(kept) == kept
-    assert scrub.counts == {"api key": 6, "token": 2, "secret": 1, "e-mail": 1, "home path": 3}
+    assert scrub.counts == {"api key": 6, "token": 2, "secret": 1, "e-mail": 1, "home path": 7}
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                          "data": "sk-ant-" + "A" * 40}}
     message = {"role": "user", "content": [image, {"type": "text", "text": "mail a@b.io"}]}

@@ -314,10 +314,13 @@ _SECRET_SHAPES = (
 """Each shape is replaced by `[REDACTED <kind>]`; a `keep` group (what names the secret) stays."""
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b")
 _KEPT_EMAILS = ("noreply@anthropic.com", "git@github.com")
-_HOME = re.compile(
-    r"(?P<p>/home/|/Users/|[A-Za-z]:\\\\Users\\\\|[A-Za-z]:\\Users\\|[A-Za-z]:/Users/)"
-    r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"
+_HOMES = (
+    re.compile(r"(?P<p>/home/|/Users/|(?i:[a-z]:(?:\\\\|\\|/)users(?:\\\\|\\|/)))"
+               r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"),
+    re.compile(r"(?P<p>(?<![\w-])-home-|\b[A-Za-z]--Users-)(?P<u>[A-Za-z0-9_.]+)"),
 )
+"""A home folder's owner: `/home/x`, `/Users/x`, `C:\\Users\\x` (any case, any slash), and the
+same paths as Claude Code names its project folders (`-home-x`, `C--Users-x`)."""
 _HOME_KEPT = ("user", "runner", "linuxbrew", "Shared", "Public", "Default", "ubuntu", "node")
 
 
@@ -344,10 +347,11 @@ class Scrub:
         )
         self._count("e-mail", n - text.count("noreply@anthropic.com") - text.count("git@github.com")
                     if n else 0)
-        text, n = _HOME.subn(
-            lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
-        )
-        self._count("home path", n)
+        for home in _HOMES:
+            text, n = home.subn(
+                lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
+            )
+            self._count("home path", n)
         return text
 
     def value(self, value: Any) -> Any:
@@ -812,7 +816,8 @@ blocks, `sk-`/`sk-ant-` keys, AWS `AKIA` ids, GitHub `ghp_`/`github_pat_`, Slack
 Google `AIza`, GitLab/npm/Hugging Face/PyPI/Stripe keys, JWTs, bearer tokens, long values of
 `api_key`/`secret`/`token`/`password` assignments) become `[REDACTED <kind>]`; e-mail
 addresses become `user@example.com` (`noreply@anthropic.com` and `git@github.com` are kept);
-the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x`) becomes `user`.
+the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x` in any case and with any
+slash, and Claude Code's names for project folders, `-home-x` and `C--Users-x`) becomes `user`.
 Replaced: {_counts(scrubbed)}.
 
 Left out for size: {left}. Versions without the repository's licence at their commit:
