@@ -513,3 +513,43 @@ def test_review_replays_a_long_real_session_whole() -> None:
     (summary,) = run_review([session], [("spec", Policy())], settings, workers=1).summaries()
     assert summary.calls == sum(len(t.steps) for t in session.turns) > 30
     assert summary.failed_turns == 0 and summary.token_trims > 0
+
+
+def test_each_recorded_call_is_priced_in_its_own_turn(tmp_path: Path) -> None:
+    """Chapter 11's ground truth: a call's estimate is EST-1 over the messages before its reply
+    as that call's runtime prices them (a tool result's image as an image in its own turn,
+    EST-2), against input + cache read + cache write as recorded."""
+    from livingspec.calibration.recorded import recorded_sessions
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBOR" * 8_000}}
+
+    def said(blocks: list[dict[str, Any]], recorded: int, cached: int) -> dict[str, Any]:
+        return {"role": "assistant", "content": blocks, "usage": {
+            "input_tokens": 5, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": recorded - cached - 5, "output_tokens": 9}}
+
+    shot = {"type": "tool_use", "id": "t1", "name": "screenshot", "input": {}}
+    messages = [
+        {"role": "user", "content": "look at the page"},
+        said([shot], 20_000, 0),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "ok"}, image]}]},
+        said([{"type": "text", "text": "It shows a form."}], 21_700, 19_990),
+        {"role": "user", "content": "and now?"},
+        said([{"type": "text", "text": "Still the form."}], 21_800, 21_700),
+    ]
+    (tmp_path / "claude-code").mkdir()
+    (tmp_path / "mini-swe-agent").mkdir()
+    (tmp_path / "claude-code" / "s.jsonl").write_text(
+        "".join(json.dumps(m) + "\n" for m in messages))
+    (session,) = recorded_sessions(tmp_path)
+    own_turn = [estimate_history_tokens(from_anthropic(messages[:end]).rows[:i])
+                for i, end in ((1, 4), (3, 4), (5, 6))]
+    assert [c.estimate for c in session.calls] == own_turn
+    assert own_turn[1] - own_turn[0] < 2_000 < own_turn[2] - own_turn[1]  # image, then its text
+    assert [(c.recorded, c.cached) for c in session.calls] == [
+        (20_000, 0), (21_700, 19_990), (21_800, 21_700)]
+    assert session.hidden == 20_000 - own_turn[0]
+    assert session.growth_ratio() is None  # grew by 1,800 recorded tokens: too little to tell
+    assert session.recorded_share() == (19_990 + 21_700) / (20_000 + 21_700 + 21_800)
