@@ -248,6 +248,11 @@ def anthropic_messages(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@cache
+def claude_rows(path: Path) -> list[ChatMessage]:
+    return from_anthropic(anthropic_messages(path)).rows
+
+
 def _provenance_rows(folder: str) -> list[list[str]]:
     note = (REAL / folder / "PROVENANCE.md").read_text()
     return [[cell.strip() for cell in line.strip("|").split("|")]
@@ -285,8 +290,7 @@ def test_the_long_corpora_carry_licences_and_provenance_per_file() -> None:
 
 def test_the_long_corpora_hold_forty_sessions_over_50k_tokens() -> None:
     """Issue 40's floor, by histtrim's own estimate."""
-    sizes = [estimate_history_tokens(from_anthropic(anthropic_messages(p)).rows)
-             for p in sessions("claude-code")]
+    sizes = [estimate_history_tokens(claude_rows(p)) for p in sessions("claude-code")]
     sizes += [estimate_history_tokens(rows_of(p)) for p in sessions("mini-swe-agent")]
     assert sum(size >= 50_000 for size in sizes) >= 40
 
@@ -297,8 +301,7 @@ def test_every_long_session_passes_the_sweep_the_trims_and_the_validator() -> No
     error. mini-swe-agent's runs need no repair."""
     for path in sessions("claude-code"):
         messages = anthropic_messages(path)
-        rows = from_anthropic(messages).rows
-        swept = sweep_orphans(rows)
+        swept = sweep_orphans(claude_rows(path))
         assert not [p for p in validate_tool_pairing(swept.history) if p.is_error], path.name
         for budget in (2_000, 8_000, 32_000):
             trimmed = trim_to_recent_turns(swept.history, budget, target=Fraction(7, 10))
