@@ -803,9 +803,9 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
 - Sessions are told apart by `sessionId`; the versions of one session in a repository's
   history are merged (each row once, by its uuid, the oldest version first: a hook that
   rewrites the file keeps part of a session in one commit and the rest in another; the table
-  below lists every version used), and a session whose calls all appear in a longer kept one (a fork's copy, a resumed session) is dropped (sessions dropped so:
-  {duplicates}); so is a part whose tool calls all appear in a longer kept part (parts dropped
-  so: {copies}).
+  below lists every version used), and a session whose calls all appear in a longer kept
+  one (a fork's copy, a resumed session) is dropped (sessions dropped so: {duplicates}); so
+  is a part whose tool calls all appear in a longer kept part (parts dropped so: {copies}).
 - Parts estimated below {MIN_TOKENS:,} tokens by histtrim are left out ({short} parts); the
   longest parts are kept first within {SIZE_BUDGET:,} bytes.
 
