@@ -1,17 +1,28 @@
-"""Build examples/real/ from the original files of two public MIT-licensed repositories: the
-200 tau-bench airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations.
+"""Build examples/real/ from public repositories under permissive licences: the 200 tau-bench
+airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations (MIT, pinned file by
+file), Claude Code transcripts found in the history of the repositories `CLAUDE_REPOS` names
+(CC0, MIT, Apache-2.0), and mini-swe-agent's SWE-bench runs of Gemini 3 Pro (MIT).
 
-Each session becomes one JSON Lines file of OpenAI chat messages. tau-bench's messages are
-written exactly as recorded; SWE-agent's keep their OpenAI fields (role, content, tool_calls)
-and name the call a tool row answers as `tool_call_id` (SWE-agent writes a one-item list,
-`tool_call_ids`). The script checks every source file against the SHA-256 pinned below, so a
-rebuild either reproduces the committed corpus byte for byte or stops.
+tau-bench and SWE-agent: each session becomes one JSON Lines file of OpenAI chat messages.
+tau-bench's messages are written exactly as recorded; SWE-agent's keep their OpenAI fields
+(role, content, tool_calls) and name the call a tool row answers as `tool_call_id` (SWE-agent
+writes a one-item list, `tool_call_ids`). The script checks every source file against the
+SHA-256 pinned below, so a rebuild either reproduces the committed corpus byte for byte or
+stops.
+
+Claude Code (`build_claude`) and mini-swe-agent (`build_mini`): each transcript is converted
+(what each row is, which rows open turns, each call's recorded usage kept), scrubbed (`Scrub`:
+secrets, e-mail addresses, home paths) and written with a PROVENANCE.md naming, per session,
+the repository, commit, path, git blob and licence it came from; see each folder's note.
 
     python tools/real_sessions.py --git tau-bench=PATH/TO/tau-bench.git \\
         --git swe-agent=PATH/TO/SWE-agent.git [--out examples/real]
+    python tools/real_sessions.py --claude-mirror DIR --mini-swe-agent PATH/TO/mini-swe-agent.git
 
 `--git NAME=DIR` reads the pinned commit from a clone (`git show COMMIT:PATH`);
-`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit.
+`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit;
+`--claude-mirror DIR` reads each repository of `CLAUDE_REPOS` from `DIR/OWNER+NAME/repo`
+(a bare clone with its history; `--claude OWNER/NAME=GITDIR` names one elsewhere).
 """
 
 from __future__ import annotations
@@ -278,6 +289,9 @@ CLAUDE_REPOS = (
 hook commits) whose LICENSE is permissive, plus one person's CC0 archive of their sessions.
 The other repositories holding that file carry no licence, or a non-permissive one."""
 
+UNFETCHED = ("Sportinger/Fassandra", "atarazevich/overmind", "lev-os/agentping")
+"""Repositories with `logs/chat.json` and an MIT licence whose history was not available."""
+
 CLAUDE_NAME = "claude-code"
 MIN_TOKENS = 20_000
 """Sessions (or parts) below this estimate are left out: the corpus is for long sessions."""
@@ -303,10 +317,13 @@ _SECRET_SHAPES = (
 """Each shape is replaced by `[REDACTED <kind>]`; a `keep` group (what names the secret) stays."""
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b")
 _KEPT_EMAILS = ("noreply@anthropic.com", "git@github.com")
-_HOME = re.compile(
-    r"(?P<p>/home/|/Users/|[A-Za-z]:\\\\Users\\\\|[A-Za-z]:\\Users\\|[A-Za-z]:/Users/)"
-    r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"
+_HOMES = (
+    re.compile(r"(?P<p>/home/|/Users/|(?i:[a-z]:(?:\\\\|\\|/)users(?:\\\\|\\|/)))"
+               r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"),
+    re.compile(r"(?P<p>(?<![\w-])-home-|\b[A-Za-z]--Users-)(?P<u>[A-Za-z0-9_.]+)"),
 )
+"""A home folder's owner: `/home/x`, `/Users/x`, `C:\\Users\\x` (any case, any slash), and the
+same paths as Claude Code names its project folders (`-home-x`, `C--Users-x`)."""
 _HOME_KEPT = ("user", "runner", "linuxbrew", "Shared", "Public", "Default", "ubuntu", "node")
 
 
@@ -333,10 +350,11 @@ class Scrub:
         )
         self._count("e-mail", n - text.count("noreply@anthropic.com") - text.count("git@github.com")
                     if n else 0)
-        text, n = _HOME.subn(
-            lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
-        )
-        self._count("home path", n)
+        for home in _HOMES:
+            text, n = home.subn(
+                lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
+            )
+            self._count("home path", n)
         return text
 
     def value(self, value: Any) -> Any:
@@ -660,6 +678,7 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
             licences[f"{repo.slug}@{v.commit}"] = text
             found.append(v)
     kept, duplicates = merged_sessions(found)
+    copies = 0
     scrub = Scrub()
     dropped: dict[str, int] = {}
     candidates: list[Built] = []
@@ -680,7 +699,13 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
     chosen: list[Built] = []
     size = 0
     over_budget: list[Built] = []
-    for b in sorted(candidates, key=lambda b: -b.tokens):
+    kept_calls: list[set[str]] = []
+    for b in sorted(candidates, key=lambda b: (-b.tokens, b.name)):
+        calls = _call_ids(b.messages)
+        if any(calls <= other for other in kept_calls):
+            copies += 1  # a part another session holds too (a session resumed under a new id)
+            continue
+        kept_calls.append(calls)
         if size + len(b.data) > SIZE_BUDGET:
             over_budget.append(b)
             continue
@@ -698,7 +723,8 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
                 used[f"{v.repo.slug}@{v.commit}"] = licence_file(v.repo.slug, text)
                 (staging / "LICENSES" / licence_file(v.repo.slug, text)).write_bytes(text)
         (staging / "PROVENANCE.md").write_text(claude_provenance(
-            chosen, used, scrub.counts, dropped, duplicates, short, over_budget, unlicensed,
+            chosen, used, scrub.counts, dropped, duplicates, copies, short, over_budget,
+            unlicensed,
             sum(v.skipped_lines for b in chosen for v in b.session.versions)))
         manifest = "".join(f"{sha256(b.data)}  {b.name}.jsonl\n" for b in chosen)
         (staging / "MANIFEST.sha256").write_text(manifest)
@@ -711,6 +737,11 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
     return len(chosen)
 
 
+def _call_ids(messages: list[Msg]) -> set[str]:
+    return {b["id"] for m in messages if m["role"] == "assistant"
+            for b in m["content"] if b.get("type") == "tool_use"}
+
+
 def licence_file(slug: str, text: bytes) -> str:
     return f"{slug.replace('/', '+')}-{sha256(text)[:8]}.txt"
 
@@ -721,7 +752,8 @@ def _counts(counts: dict[str, int]) -> str:
 
 def claude_provenance(
     chosen: list[Built], licences: dict[str, str], scrubbed: dict[str, int],
-    dropped: dict[str, int], duplicates: int, short: int, over_budget: list[Built],
+    dropped: dict[str, int], duplicates: int, copies: int, short: int,
+    over_budget: list[Built],
     unlicensed: dict[str, int], unreadable: int,
 ) -> str:
     rows = "\n".join(
@@ -757,8 +789,10 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   `/clear` ends the context and a compaction's summary (`isCompactSummary`) starts a new one
   (the summary is the new part's first user message).
 - Assistant rows are grouped by message id into one assistant message (text, tool-use and
-  image blocks in order; thinking blocks are left out, as the API drops them from earlier
-  turns); the client's own assistant rows (model `<synthetic>`, e.g. API errors) are dropped.
+  image blocks in order; thinking blocks are left out: histtrim's rows carry no reasoning,
+  and where a model keeps earlier thinking in its context the recorded input counts tokens
+  the file does not hold); the client's own assistant rows (model `<synthetic>`, e.g. API
+  errors) are dropped.
 - Consecutive tool-result rows are one user message of `tool_result` blocks.
 - **Recorded usage**: each assistant message carries `usage`, the provider's counts for the
   call that produced it, as the client recorded them (the message's last row):
@@ -766,10 +800,12 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   (written to the cache) and `output_tokens`; the prompt of that call is their first three
   summed. `model` names the model. These two keys are histtrim's additions to the message
   (the API does not read them back).
-- Sessions are told apart by `sessionId`; of the versions of one session in a repository's
-  history the one with the most rows is kept, and a session whose calls all appear in a
-  longer kept one (a fork's copy, a resumed session) is dropped ({duplicates} versions
-  dropped in all).
+- Sessions are told apart by `sessionId`; the versions of one session in a repository's
+  history are merged (each row once, by its uuid, the oldest version first: a hook that
+  rewrites the file keeps part of a session in one commit and the rest in another; the table
+  below lists every version used), and a session whose calls all appear in a longer kept
+  one (a fork's copy, a resumed session) is dropped (sessions dropped so: {duplicates}); so
+  is a part whose tool calls all appear in a longer kept part (parts dropped so: {copies}).
 - Parts estimated below {MIN_TOKENS:,} tokens by histtrim are left out ({short} parts); the
   longest parts are kept first within {SIZE_BUDGET:,} bytes.
 
@@ -785,12 +821,14 @@ blocks, `sk-`/`sk-ant-` keys, AWS `AKIA` ids, GitHub `ghp_`/`github_pat_`, Slack
 Google `AIza`, GitLab/npm/Hugging Face/PyPI/Stripe keys, JWTs, bearer tokens, long values of
 `api_key`/`secret`/`token`/`password` assignments) become `[REDACTED <kind>]`; e-mail
 addresses become `user@example.com` (`noreply@anthropic.com` and `git@github.com` are kept);
-the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x`) becomes `user`.
+the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x` in any case and with any
+slash, and Claude Code's names for project folders, `-home-x` and `C--Users-x`) becomes `user`.
 Replaced: {_counts(scrubbed)}.
 
 Left out for size: {left}. Versions without the repository's licence at their commit:
 {no_licence}. Other repositories holding `logs/chat.json` carry no licence or a
-non-permissive one and are not used.
+non-permissive one and are not used, except {", ".join(f"`{r}`" for r in UNFETCHED)} (MIT),
+of which no snapshot could be fetched.
 
 `MANIFEST.sha256` lists every session file's SHA-256. To rebuild, fetch each repository
 (a clone with its full history), then from histtrim's root:
