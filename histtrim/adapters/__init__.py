@@ -5,7 +5,7 @@ come back untouched."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -104,6 +104,7 @@ def trim_records_held(
     index: TurnIndex | None = None,
     requests: Sequence[int] | None = None,
     resume: Replay | None = None,
+    crumb_price: int | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
@@ -116,7 +117,8 @@ def trim_records_held(
     `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
     integration keeps a growing history's), so the rows are not read again; `requests`
     (`request_points(rows)`) and `resume` (a held plan's `replay` for a history these rows
-    extend) likewise."""
+    extend) likewise, and `crumb_price` (the breadcrumb row's price: a counter need not
+    price it at every trim)."""
     if len(records) != len(rows):
         raise ValueError(f"records: {len(records)} records but {len(rows)} rows")
     if budget_tokens is None and max_turns is None:
@@ -133,6 +135,9 @@ def trim_records_held(
     given = prices
     crumb_row, pricing = breadcrumb_message(), Pricing(policy, token_counter)
     counter = pricing.counter_name
+    crumb_cost: int | Callable[[], int] = (
+        (lambda: pricing.plain(crumb_row)) if crumb_price is None else crumb_price
+    )
     plan: VisibleTrim
     if given is not None and (len(given[0]) != len(rows) or len(given[1]) != len(rows)):
         raise ValueError(f"prices: expected two lists of {len(rows)} prices")
@@ -141,7 +146,7 @@ def trim_records_held(
             index, two_prices(rows, index, pricing) if given is None else given,
             request_points(rows) if requests is None else requests, max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
-            crumb_cost=lambda: pricing.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
+            crumb_cost=crumb_cost, breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
             token_target=policy.token_trim_target, resume=resume,
         )
@@ -153,7 +158,7 @@ def trim_records_held(
             costs = [*given[0][:current], *given[1][current:]]
         plan = plan_visible_trim(
             index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
-            budget_in_force=budget_in_force, crumb_cost=lambda: pricing.plain(crumb_row),
+            budget_in_force=budget_in_force, crumb_cost=crumb_cost,
             breadcrumb=breadcrumb_record is not None, counter=counter,
         )
     kept_rows = plan.kept(rows, crumb_row)
