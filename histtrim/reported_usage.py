@@ -135,7 +135,8 @@ def trim_to_reported_budget(
     included (`counter` names them, `PROVIDER_UNITS`). `target` as in `scaled_budget`."""
     return _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
-        tool_schema_tokens, crumb_present, token_counter, policy, target,
+        tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
+        policy=policy, target=target,
     )[0]
 
 
@@ -145,9 +146,10 @@ def _reported_trim(
     reported_input_tokens: int,
     reported_population_estimated: int,
     tool_schema_tokens: int,
+    *,
     crumb_present: bool,
     token_counter: TokenCounter | None,
-    policy: Policy,
+    policy: Policy = SPEC,
     target: Fraction,
 ) -> tuple[TrimResult, int]:
     """The trim and the kept rows' size in estimate units (0 when the trim did not run)."""
@@ -208,7 +210,8 @@ def trim_to_reported_budget_with_crumb(
     schemas, calibrated; `budget` the budget (its low-water mark with a target below 1)."""
     result, kept = _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
-        tool_schema_tokens, crumb_present, token_counter, policy, target,
+        tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
+        policy=policy, target=target,
     )
     if not result.trimmed:
         return ReportedTrim(result.history, crumb_present, result, None)
