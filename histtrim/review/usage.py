@@ -20,11 +20,13 @@ from fractions import Fraction
 from itertools import accumulate, pairwise
 from typing import Literal
 
+from histtrim.counting import ESTIMATE
 from histtrim.estimate import message_costs
 from histtrim.low_water import request_points
 from histtrim.messages import ChatMessage
 from histtrim.reported_usage import scaled_budget
 from histtrim.review.cache import CacheModel, Prompt, price_calls, totals
+from histtrim.trim import breadcrumb_message
 from histtrim.turns import index_turns
 
 Method = Literal["estimate", "reported", "langchain", "tokenizer"]
@@ -130,7 +132,9 @@ def replay_usage(
     a trimmed request is modelled as the hidden prefix plus the recorded transcript part scaled
     by the estimate of what was sent over the estimate of the whole transcript."""
     est = list(estimate_costs) if estimate_costs is not None else message_costs(rows)
-    crumb_est = crumb_estimate if crumb_estimate is not None else 11
+    crumb_est = (
+        crumb_estimate if crumb_estimate is not None else ESTIMATE.plain(breadcrumb_message())
+    )
     index = index_turns(rows)
     prefix = index.body_start
     starts = list(index.starts)
