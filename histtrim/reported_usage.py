@@ -31,9 +31,12 @@ _ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 def _field(usage: object, name: str) -> object:
     """`usage[name]` of a mapping, or `usage.name` of an object (an SDK's usage model)."""
-    if isinstance(usage, Mapping):
-        return usage.get(name)
-    return getattr(usage, name, None)
+    try:
+        if isinstance(usage, Mapping):
+            return usage.get(name)
+        return getattr(usage, name, None)
+    except Exception:  # a host's odd usage object never fails its run (USAGE-5)
+        return None
 
 
 def _count(value: object) -> int | None:

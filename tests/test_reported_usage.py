@@ -218,6 +218,17 @@ def test_usage_5_reported_input_tokens(usage: object, expected: int | None) -> N
     assert reported_input_tokens(usage) == expected
 
 
+def test_usage_5_a_usage_object_that_raises_is_no_report() -> None:
+    """USAGE-5: reading a host's usage never raises inside its run."""
+
+    class Broken:
+        @property
+        def prompt_tokens(self) -> int:
+            raise RuntimeError("lazy field failed")
+
+    assert reported_input_tokens(Broken()) is None
+
+
 def test_usage_5_another_models_report_is_not_used() -> None:
     usage = {"prompt_tokens": 900}
     assert reported_input_tokens(usage, model="gpt-4o", expected_model="gpt-4o") == 900
