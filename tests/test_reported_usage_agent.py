@@ -190,3 +190,23 @@ def test_with_a_real_tokenizer_as_provider_once_per_crossing() -> None:
     agent, provider = _run(3_000, counter.count_text, turns=12)
     assert agent.events
     _exceeds_at_most_once_per_crossing(provider, 3_000, counter.count_text)
+
+
+@pytest.mark.skipif(not tokenizers_available(), reason="needs histtrim[tokenizers]")
+def test_usage_1_review_replays_with_a_tokenizer_as_the_provider() -> None:
+    """`histtrim review --provider-usage o200k_base`: the replayed provider reports o200k
+    counts and the agent trims on them; without it the replay is the estimate's alone."""
+    from pathlib import Path
+
+    from histtrim.cli.review import load_sessions
+    from histtrim.review.replay import ReplaySettings, replay_session
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "sessions"
+    (session,) = [s for s in load_sessions([str(root)]) if s.name == "coding-agent-1"]
+    settings = {"profile": RuntimeProfile(max_context_tokens=1_500),
+                "provider": ProviderProfile(model="m", context_window=200_000)}
+    plain = replay_session(session, SPEC, ReplaySettings(**settings))
+    usage = replay_session(session, SPEC, ReplaySettings(**settings,
+                                                         provider_usage="o200k_base"))
+    assert usage.differs(plain)  # o200k counts this coding session a little over EST-1
+    assert usage.tokens != plain.tokens  # other cuts: other requests were sent
