@@ -1,6 +1,8 @@
-"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions): carried with its
-license and provenance, exactly as tools/real_sessions.py builds it, and every session goes
-through the trims, the sweep and the validator without an error (PAIR-1, PAIR-2)."""
+"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions; the long Claude
+Code and mini-swe-agent sessions): carried with its licences and provenance, exactly as
+tools/real_sessions.py builds it (the converter and its scrub are tested here on synthetic
+rows), and every session goes through the trims, the sweep and the validator without an error
+(PAIR-1, PAIR-2)."""
 
 from __future__ import annotations
 
@@ -355,9 +357,14 @@ def test_the_scrub_replaces_secrets_addresses_and_home_paths() -> None:
     assert scrub.text("cd /home/ana/src && ls /Users/bob/Desktop") == (
         "cd /home/user/src && ls /Users/user/Desktop")
     assert scrub.text("C:\\Users\\Carol\\repo") == "C:\\Users\\user\\repo"
+    assert scrub.text("cygpath 'c:\\\\users\\\\dan' /Users/eve-ng/x") == (
+        "cygpath 'c:\\\\users\\\\user' /Users/user/x")
+    assert scrub.text("~/.claude/projects/-home-ana-b and C--Users-Bob--claude-x") == (
+        "~/.claude/projects/-home-user-b and C--Users-user--claude-x")
+    assert scrub.text("my-home-page") == "my-home-page"
     kept = "token = next_token(stream)  # 12 items, see /home/ and ~/.config"
     assert scrub.text(kept) == kept
-    assert scrub.counts == {"api key": 6, "token": 2, "secret": 1, "e-mail": 1, "home path": 3}
+    assert scrub.counts == {"api key": 6, "token": 2, "secret": 1, "e-mail": 1, "home path": 7}
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
                                          "data": "sk-ant-" + "A" * 40}}
     message = {"role": "user", "content": [image, {"type": "text", "text": "mail a@b.io"}]}
@@ -482,3 +489,27 @@ def test_mini_swe_agent_actions_become_tool_calls() -> None:
         {"role": "user", "content": "Please always provide EXACTLY ONE action"},
     ]
     assert errors == 1
+
+
+def test_review_replays_a_long_real_session_whole() -> None:
+    """`histtrim review` reads a Claude Code session (Anthropic messages): every turn and every
+    recorded tool round replayed when the tool rounds per turn are not capped at 10 (a Claude
+    Code turn runs dozens), and a 4,000-token budget trims it."""
+    from histtrim import Policy, ProviderProfile, RuntimeProfile
+    from histtrim.cli.review import load_session
+    from histtrim.review.compare import run_review
+    from histtrim.review.replay import ReplaySettings
+
+    path = REAL / "claude-code" / "m-thisness-c71cc98f.jsonl"
+    session = load_session(str(path))
+    prompts = [m for m in anthropic_messages(path) if m["role"] == "user"
+               and not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                           for b in (m["content"] if isinstance(m["content"], list) else ()))]
+    assert len(session.turns) == len(prompts) == 3
+    settings = ReplaySettings(
+        profile=RuntimeProfile(max_context_tokens=4_000, max_tool_iterations=1_000),
+        provider=ProviderProfile(model="replay-model", context_window=200_000),
+    )
+    (summary,) = run_review([session], [("spec", Policy())], settings, workers=1).summaries()
+    assert summary.calls == sum(len(t.steps) for t in session.turns) > 30
+    assert summary.failed_turns == 0 and summary.token_trims > 0

@@ -1,17 +1,28 @@
-"""Build examples/real/ from the original files of two public MIT-licensed repositories: the
-200 tau-bench airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations.
+"""Build examples/real/ from public repositories under permissive licences: the 200 tau-bench
+airline sessions (gpt-4o) and SWE-agent's function-calling demonstrations (MIT, pinned file by
+file), Claude Code transcripts found in the history of the repositories `CLAUDE_REPOS` names
+(CC0, MIT, Apache-2.0), and mini-swe-agent's SWE-bench runs of Gemini 3 Pro (MIT).
 
-Each session becomes one JSON Lines file of OpenAI chat messages. tau-bench's messages are
-written exactly as recorded; SWE-agent's keep their OpenAI fields (role, content, tool_calls)
-and name the call a tool row answers as `tool_call_id` (SWE-agent writes a one-item list,
-`tool_call_ids`). The script checks every source file against the SHA-256 pinned below, so a
-rebuild either reproduces the committed corpus byte for byte or stops.
+tau-bench and SWE-agent: each session becomes one JSON Lines file of OpenAI chat messages.
+tau-bench's messages are written exactly as recorded; SWE-agent's keep their OpenAI fields
+(role, content, tool_calls) and name the call a tool row answers as `tool_call_id` (SWE-agent
+writes a one-item list, `tool_call_ids`). The script checks every source file against the
+SHA-256 pinned below, so a rebuild either reproduces the committed corpus byte for byte or
+stops.
+
+Claude Code (`build_claude`) and mini-swe-agent (`build_mini`): each transcript is converted
+(what each row is, which rows open turns, each call's recorded usage kept), scrubbed (`Scrub`:
+secrets, e-mail addresses, home paths) and written with a PROVENANCE.md naming, per session,
+the repository, commit, path, git blob and licence it came from; see each folder's note.
 
     python tools/real_sessions.py --git tau-bench=PATH/TO/tau-bench.git \\
         --git swe-agent=PATH/TO/SWE-agent.git [--out examples/real]
+    python tools/real_sessions.py --claude-mirror DIR --mini-swe-agent PATH/TO/mini-swe-agent.git
 
 `--git NAME=DIR` reads the pinned commit from a clone (`git show COMMIT:PATH`);
-`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit.
+`--dir NAME=DIR` reads a checkout (or download) of the repository at that commit;
+`--claude-mirror DIR` reads each repository of `CLAUDE_REPOS` from `DIR/OWNER+NAME/repo`
+(a bare clone with its history; `--claude OWNER/NAME=GITDIR` names one elsewhere).
 """
 
 from __future__ import annotations
@@ -303,10 +314,13 @@ _SECRET_SHAPES = (
 """Each shape is replaced by `[REDACTED <kind>]`; a `keep` group (what names the secret) stays."""
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b")
 _KEPT_EMAILS = ("noreply@anthropic.com", "git@github.com")
-_HOME = re.compile(
-    r"(?P<p>/home/|/Users/|[A-Za-z]:\\\\Users\\\\|[A-Za-z]:\\Users\\|[A-Za-z]:/Users/)"
-    r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"
+_HOMES = (
+    re.compile(r"(?P<p>/home/|/Users/|(?i:[a-z]:(?:\\\\|\\|/)users(?:\\\\|\\|/)))"
+               r"(?P<u>[^/\\\s\"'`:;,)(\]\[<>|]+)"),
+    re.compile(r"(?P<p>(?<![\w-])-home-|\b[A-Za-z]--Users-)(?P<u>[A-Za-z0-9_.]+)"),
 )
+"""A home folder's owner: `/home/x`, `/Users/x`, `C:\\Users\\x` (any case, any slash), and the
+same paths as Claude Code names its project folders (`-home-x`, `C--Users-x`)."""
 _HOME_KEPT = ("user", "runner", "linuxbrew", "Shared", "Public", "Default", "ubuntu", "node")
 
 
@@ -333,10 +347,11 @@ class Scrub:
         )
         self._count("e-mail", n - text.count("noreply@anthropic.com") - text.count("git@github.com")
                     if n else 0)
-        text, n = _HOME.subn(
-            lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
-        )
-        self._count("home path", n)
+        for home in _HOMES:
+            text, n = home.subn(
+                lambda m: m[0] if m["u"] in _HOME_KEPT else m["p"] + "user", text
+            )
+            self._count("home path", n)
         return text
 
     def value(self, value: Any) -> Any:
@@ -801,7 +816,8 @@ blocks, `sk-`/`sk-ant-` keys, AWS `AKIA` ids, GitHub `ghp_`/`github_pat_`, Slack
 Google `AIza`, GitLab/npm/Hugging Face/PyPI/Stripe keys, JWTs, bearer tokens, long values of
 `api_key`/`secret`/`token`/`password` assignments) become `[REDACTED <kind>]`; e-mail
 addresses become `user@example.com` (`noreply@anthropic.com` and `git@github.com` are kept);
-the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x`) becomes `user`.
+the user name in a home path (`/home/x`, `/Users/x`, `C:\\Users\\x` in any case and with any
+slash, and Claude Code's names for project folders, `-home-x` and `C--Users-x`) becomes `user`.
 Replaced: {_counts(scrubbed)}.
 
 Left out for size: {left}. Versions without the repository's licence at their commit:
