@@ -1,6 +1,6 @@
 """USAGE-1..6: the budget in the provider's own tokens, from the reference runtime (beyond the
 Spanish spec): after a response that reports its input tokens, a history whose request was
-over the budget is trimmed to the budget scaled by reported / estimated.
+over the budget is trimmed to the budget scaled by estimated / reported.
 
 The estimate (EST-1) undercounts what providers bill by a factor no constant fixes; the
 provider's count of the request it just received does not. `trim_to_reported_budget` is the
