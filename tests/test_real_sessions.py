@@ -248,6 +248,11 @@ def anthropic_messages(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+@cache
+def claude_rows(path: Path) -> list[ChatMessage]:
+    return from_anthropic(anthropic_messages(path)).rows
+
+
 def _provenance_rows(folder: str) -> list[list[str]]:
     note = (REAL / folder / "PROVENANCE.md").read_text()
     return [[cell.strip() for cell in line.strip("|").split("|")]
@@ -285,8 +290,7 @@ def test_the_long_corpora_carry_licences_and_provenance_per_file() -> None:
 
 def test_the_long_corpora_hold_forty_sessions_over_50k_tokens() -> None:
     """Issue 40's floor, by histtrim's own estimate."""
-    sizes = [estimate_history_tokens(from_anthropic(anthropic_messages(p)).rows)
-             for p in sessions("claude-code")]
+    sizes = [estimate_history_tokens(claude_rows(p)) for p in sessions("claude-code")]
     sizes += [estimate_history_tokens(rows_of(p)) for p in sessions("mini-swe-agent")]
     assert sum(size >= 50_000 for size in sizes) >= 40
 
@@ -297,8 +301,7 @@ def test_every_long_session_passes_the_sweep_the_trims_and_the_validator() -> No
     error. mini-swe-agent's runs need no repair."""
     for path in sessions("claude-code"):
         messages = anthropic_messages(path)
-        rows = from_anthropic(messages).rows
-        swept = sweep_orphans(rows)
+        swept = sweep_orphans(claude_rows(path))
         assert not [p for p in validate_tool_pairing(swept.history) if p.is_error], path.name
         for budget in (2_000, 8_000, 32_000):
             trimmed = trim_to_recent_turns(swept.history, budget, target=Fraction(7, 10))
@@ -513,3 +516,43 @@ def test_review_replays_a_long_real_session_whole() -> None:
     (summary,) = run_review([session], [("spec", Policy())], settings, workers=1).summaries()
     assert summary.calls == sum(len(t.steps) for t in session.turns) > 30
     assert summary.failed_turns == 0 and summary.token_trims > 0
+
+
+def test_each_recorded_call_is_priced_in_its_own_turn(tmp_path: Path) -> None:
+    """Chapter 11's ground truth: a call's estimate is EST-1 over the messages before its reply
+    as that call's runtime prices them (a tool result's image as an image in its own turn,
+    EST-2), against input + cache read + cache write as recorded."""
+    from livingspec.calibration.recorded import recorded_sessions
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBOR" * 8_000}}
+
+    def said(blocks: list[dict[str, Any]], recorded: int, cached: int) -> dict[str, Any]:
+        return {"role": "assistant", "content": blocks, "usage": {
+            "input_tokens": 5, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": recorded - cached - 5, "output_tokens": 9}}
+
+    shot = {"type": "tool_use", "id": "t1", "name": "screenshot", "input": {}}
+    messages = [
+        {"role": "user", "content": "look at the page"},
+        said([shot], 20_000, 0),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "ok"}, image]}]},
+        said([{"type": "text", "text": "It shows a form."}], 21_700, 19_990),
+        {"role": "user", "content": "and now?"},
+        said([{"type": "text", "text": "Still the form."}], 21_800, 21_700),
+    ]
+    (tmp_path / "claude-code").mkdir()
+    (tmp_path / "mini-swe-agent").mkdir()
+    (tmp_path / "claude-code" / "s.jsonl").write_text(
+        "".join(json.dumps(m) + "\n" for m in messages))
+    (session,) = recorded_sessions(tmp_path)
+    own_turn = [estimate_history_tokens(from_anthropic(messages[:end]).rows[:i])
+                for i, end in ((1, 4), (3, 4), (5, 6))]
+    assert [c.estimate for c in session.calls] == own_turn
+    assert own_turn[1] - own_turn[0] < 2_000 < own_turn[2] - own_turn[1]  # image, then its text
+    assert [(c.recorded, c.cached) for c in session.calls] == [
+        (20_000, 0), (21_700, 19_990), (21_800, 21_700)]
+    assert session.hidden == 20_000 - own_turn[0]
+    assert session.growth_ratio() is None  # grew by 1,800 recorded tokens: too little to tell
+    assert session.recorded_share() == (19_990 + 21_700) / (20_000 + 21_700 + 21_800)

@@ -289,6 +289,9 @@ CLAUDE_REPOS = (
 hook commits) whose LICENSE is permissive, plus one person's CC0 archive of their sessions.
 The other repositories holding that file carry no licence, or a non-permissive one."""
 
+UNFETCHED = ("Sportinger/Fassandra", "atarazevich/overmind", "lev-os/agentping")
+"""Repositories with `logs/chat.json` and an MIT licence whose history was not available."""
+
 CLAUDE_NAME = "claude-code"
 MIN_TOKENS = 20_000
 """Sessions (or parts) below this estimate are left out: the corpus is for long sessions."""
@@ -797,10 +800,12 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   (written to the cache) and `output_tokens`; the prompt of that call is their first three
   summed. `model` names the model. These two keys are histtrim's additions to the message
   (the API does not read them back).
-- Sessions are told apart by `sessionId`; of the versions of one session in a repository's
-  history the one with the most rows is kept, and a session whose calls all appear in a
-  longer kept one (a fork's copy, a resumed session) is dropped ({duplicates} sessions);
-  so is a part whose tool calls all appear in a longer kept part ({copies} parts).
+- Sessions are told apart by `sessionId`; the versions of one session in a repository's
+  history are merged (each row once, by its uuid, the oldest version first: a hook that
+  rewrites the file keeps part of a session in one commit and the rest in another; the table
+  below lists every version used), and a session whose calls all appear in a longer kept
+  one (a fork's copy, a resumed session) is dropped (sessions dropped so: {duplicates}); so
+  is a part whose tool calls all appear in a longer kept part (parts dropped so: {copies}).
 - Parts estimated below {MIN_TOKENS:,} tokens by histtrim are left out ({short} parts); the
   longest parts are kept first within {SIZE_BUDGET:,} bytes.
 
@@ -822,7 +827,8 @@ Replaced: {_counts(scrubbed)}.
 
 Left out for size: {left}. Versions without the repository's licence at their commit:
 {no_licence}. Other repositories holding `logs/chat.json` carry no licence or a
-non-permissive one and are not used.
+non-permissive one and are not used, except {", ".join(f"`{r}`" for r in UNFETCHED)} (MIT),
+of which no snapshot could be fetched.
 
 `MANIFEST.sha256` lists every session file's SHA-256. To rebuild, fetch each repository
 (a clone with its full history), then from histtrim's root:
