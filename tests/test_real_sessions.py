@@ -1,6 +1,8 @@
-"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions): carried with its
-license and provenance, exactly as tools/real_sessions.py builds it, and every session goes
-through the trims, the sweep and the validator without an error (PAIR-1, PAIR-2)."""
+"""The real corpus (examples/real/: tau-bench airline and SWE-agent sessions; the long Claude
+Code and mini-swe-agent sessions): carried with its licences and provenance, exactly as
+tools/real_sessions.py builds it (the converter and its scrub are tested here on synthetic
+rows), and every session goes through the trims, the sweep and the validator without an error
+(PAIR-1, PAIR-2)."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import importlib.util
 import json
 import re
 import sys
+from fnmatch import fnmatch
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
+from histtrim.adapters.anthropic import from_anthropic, trim_anthropic
 from histtrim.adapters.openai import trim_openai
 from histtrim.cli.sessions import read_session
 from histtrim.estimate import estimate_history_tokens
@@ -216,7 +221,7 @@ def test_review_reads_the_real_sessions_as_they_are() -> None:
     from histtrim.review.compare import run_review
     from histtrim.review.replay import ReplaySettings
 
-    loaded = load_sessions([str(REAL)])
+    loaded = load_sessions([str(REAL / folder) for folder in FOLDERS])
     assert len(loaded) == sum(FOLDERS.values())
     for session in loaded:
         messages = [json.loads(line) for line in next(REAL.rglob(f"{session.name}.jsonl"))
@@ -231,3 +236,323 @@ def test_review_reads_the_real_sessions_as_they_are() -> None:
     picked = [s for s in loaded if s.name in ("task-00-trial-0", "function-calling-simple")]
     (summary,) = run_review(picked, [("spec", Policy())], settings, workers=1).summaries()
     assert summary.sessions == 2 and summary.failed_turns == 0 and summary.token_trims > 0
+
+
+# --- the long real sessions: Claude Code transcripts and mini-swe-agent runs (issue 40) -------
+
+LONG = {"claude-code": 34, "mini-swe-agent": 21}
+
+
+@cache
+def anthropic_messages(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@cache
+def claude_rows(path: Path) -> list[ChatMessage]:
+    return from_anthropic(anthropic_messages(path)).rows
+
+
+def _provenance_rows(folder: str) -> list[list[str]]:
+    note = (REAL / folder / "PROVENANCE.md").read_text()
+    return [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in note.splitlines() if line.startswith("| `")]
+
+
+def test_the_long_corpora_carry_licences_and_provenance_per_file() -> None:
+    """Every session file is in its manifest and names, in PROVENANCE.md, the repository,
+    commit, path and git blob it was read from and the licence text found at that commit."""
+    for folder, count in LONG.items():
+        here = REAL / folder
+        lines = (here / "MANIFEST.sha256").read_text().splitlines()
+        manifest = {name: digest for digest, name in (line.split("  ", 1) for line in lines)}
+        files = sessions(folder)
+        assert sorted(manifest) == [p.name for p in files] and len(files) == count
+        for path in files:
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == manifest[path.name]
+    rows = _provenance_rows("claude-code")
+    named = {row[0].strip("`") for row in rows}
+    assert named == {p.name for p in sessions("claude-code")}
+    slugs = {r.slug: r for r in builder().CLAUDE_REPOS}
+    for name, _part, _tokens, repo, commit, path, blob, licence in rows:
+        repo, commit, blob = repo.strip("`"), commit.strip("`"), blob.strip("`")
+        assert repo in slugs and re.fullmatch(r"[0-9a-f]{40}", commit), name
+        assert re.fullmatch(r"[0-9a-f]{40}", blob)
+        assert any(fnmatch(path.strip("`"), p) for p in slugs[repo].patterns)
+        spdx, file = re.fullmatch(r"(\S+) \(`LICENSES/(.+)`\)", licence).groups()  # type: ignore[union-attr]
+        assert spdx == slugs[repo].license
+        text = (REAL / "claude-code" / "LICENSES" / file).read_bytes()
+        assert all(phrase in text for phrase in builder().LICENSES[spdx])
+    assert (REAL / "mini-swe-agent" / "LICENSE").read_bytes().startswith(b"MIT License")
+    mini = _provenance_rows("mini-swe-agent")
+    assert {row[0].strip("`") for row in mini} == {p.name for p in sessions("mini-swe-agent")}
+
+
+def test_the_long_corpora_hold_forty_sessions_over_50k_tokens() -> None:
+    """Issue 40's floor, by histtrim's own estimate."""
+    sizes = [estimate_history_tokens(claude_rows(p)) for p in sessions("claude-code")]
+    sizes += [estimate_history_tokens(rows_of(p)) for p in sessions("mini-swe-agent")]
+    assert sum(size >= 50_000 for size in sizes) >= 40
+
+
+def test_every_long_session_passes_the_sweep_the_trims_and_the_validator() -> None:
+    """Claude Code sessions are kept as read: a few lost result rows to unreadable source lines
+    (the sweep repairs those); after the sweep, and after every trim, the validator finds no
+    error. mini-swe-agent's runs need no repair."""
+    for path in sessions("claude-code"):
+        messages = anthropic_messages(path)
+        swept = sweep_orphans(claude_rows(path))
+        assert not [p for p in validate_tool_pairing(swept.history) if p.is_error], path.name
+        for budget in (2_000, 8_000, 32_000):
+            trimmed = trim_to_recent_turns(swept.history, budget, target=Fraction(7, 10))
+            assert _whole(swept.history, trimmed.history, trimmed.dropped)
+            assert not [p for p in validate_tool_pairing(trimmed.history) if p.is_error]
+        body, result = trim_anthropic({"messages": messages}, budget_tokens=8_000)
+        kept = body["messages"][1:] if result.crumb_inserted else body["messages"]
+        assert kept == messages[len(messages) - len(kept):], path.name  # whole turns, in order
+        assert result.trimmed == (len(kept) < len(messages))
+    for path in sessions("mini-swe-agent"):
+        rows = rows_of(path)
+        assert not [p for p in validate_tool_pairing(rows) if p.is_error], path.name
+        assert not sweep_orphans(rows).changed
+        for budget in (2_000, 8_000, 32_000):
+            trimmed = trim_to_recent_turns(rows, budget, target=Fraction(7, 10))
+            assert _whole(rows, trimmed.history, trimmed.dropped)
+            assert not [p for p in validate_tool_pairing(trimmed.history) if p.is_error]
+
+
+def test_every_call_keeps_its_recorded_usage() -> None:
+    """Each assistant message carries the provider's counts for its call, as recorded."""
+    for path in sessions("claude-code"):
+        calls = [m for m in anthropic_messages(path) if m["role"] == "assistant"]
+        assert calls and all(set(m["usage"]) == set(builder().USAGE_KEYS) for m in calls), path
+    for path in sessions("mini-swe-agent"):
+        calls = [json.loads(line) for line in path.read_text().splitlines()]
+        calls = [m for m in calls if m["role"] == "assistant"]
+        assert all(isinstance(m["usage"]["prompt_tokens"], int) for m in calls), path
+
+
+# The converter, on synthetic rows.
+
+_SECRETS = {
+    "sk-ant-api03-" + "A1b2C3d4" * 4: "api key",
+    "sk-proj-" + "Z9y8X7w6" * 4: "api key",
+    "AKIA" + "ABCDEFGHIJ234567": "api key",
+    "ghp_" + "a1B2c3D4e5" * 4: "api key",
+    "xoxb-1234567890-" + "abcdEFGH" * 2: "api key",
+    "AIza" + "Sy" + "B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6r": "api key",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlLXZhbHVl": "token",
+}
+
+
+def test_the_scrub_replaces_secrets_addresses_and_home_paths() -> None:
+    scrub = builder().Scrub()
+    for secret, kind in _SECRETS.items():
+        assert scrub.text(f"key: {secret} end") == f"key: [REDACTED {kind}] end", secret
+    assert scrub.text("Authorization: Bearer abcDEF1234567890xyz") == (
+        "Authorization: Bearer [REDACTED token]")
+    assert scrub.text('password = "hunter2hunter2hunter2x9"') == (
+        'password = "[REDACTED secret]"')
+    assert scrub.text("write to ana.lopez+ci@mail.example.org now") == (
+        "write to user@example.com now")
+    assert scrub.text("Co-Authored-By: Claude <noreply@anthropic.com>") == (
+        "Co-Authored-By: Claude <noreply@anthropic.com>")
+    assert scrub.text("cd /home/ana/src && ls /Users/bob/Desktop") == (
+        "cd /home/user/src && ls /Users/user/Desktop")
+    assert scrub.text("C:\\Users\\Carol\\repo") == "C:\\Users\\user\\repo"
+    assert scrub.text("cygpath 'c:\\\\users\\\\dan' /Users/eve-ng/x") == (
+        "cygpath 'c:\\\\users\\\\user' /Users/user/x")
+    assert scrub.text("~/.claude/projects/-home-ana-b and C--Users-Bob--claude-x") == (
+        "~/.claude/projects/-home-user-b and C--Users-user--claude-x")
+    assert scrub.text("my-home-page") == "my-home-page"
+    kept = "token = next_token(stream)  # 12 items, see /home/ and ~/.config"
+    assert scrub.text(kept) == kept
+    assert scrub.counts == {"api key": 6, "token": 2, "secret": 1, "e-mail": 1, "home path": 7}
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "sk-ant-" + "A" * 40}}
+    message = {"role": "user", "content": [image, {"type": "text", "text": "mail a@b.io"}]}
+    before = json.dumps(message)
+    scrubbed = scrub.value(message)
+    assert json.dumps(message) == before  # the input is not mutated
+    assert scrubbed["content"][0] == image  # image data is not text: kept
+    assert scrubbed["content"][1]["text"] == "mail user@example.com"
+
+
+def _row(kind: str, content: Any = None, **extra: Any) -> dict[str, Any]:
+    row: dict[str, Any] = {"type": kind, "sessionId": "s", "uuid": f"u{len(extra)}", **extra}
+    if kind == "user":
+        row["message"] = {"role": "user", "content": content}
+    elif kind == "assistant":
+        row["message"] = {"role": "assistant", **content}
+    return row
+
+
+def _said(blocks: list[dict[str, Any]], mid: str, usage: int) -> dict[str, Any]:
+    return {"id": mid, "model": "claude-x", "content": blocks,
+            "usage": {"input_tokens": usage, "cache_read_input_tokens": 10 * usage,
+                      "cache_creation_input_tokens": 2, "output_tokens": 5}}
+
+
+def test_the_converter_opens_turns_only_at_real_prompts() -> None:
+    """Assistant rows of one message id are one message (usage from its last row, thinking
+    left out); consecutive result rows are one user message; echoes, interruptions, meta
+    and side-agent rows go; `/clear` and a compaction start a new part."""
+    use = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a"}}
+    use2 = {**use, "id": "t2"}
+    rows = [
+        _row("user", "<command-name>/model</command-name>"),
+        _row("user", "Caveat: local commands below", isMeta=True),
+        _row("user", "fix the bug"),
+        _row("assistant", _said([{"type": "thinking", "thinking": "hm"}], "m1", 1)),
+        _row("assistant", _said([{"type": "text", "text": "Reading."}], "m1", 1)),
+        _row("assistant", _said([use], "m1", 1)),
+        _row("assistant", _said([use2], "m1", 3)),
+        _row("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "A"}]),
+        _row("user", [{"type": "tool_result", "tool_use_id": "t2", "content": "B"}]),
+        _row("user", "side question", isSidechain=True),
+        _row("user", [{"type": "text", "text": "[Request interrupted by user]"}]),
+        _row("assistant", _said([{"type": "text", "text": "Done."}], "m2", 4)),
+        _row("system", None),
+        _row("user", "<command-name>/clear</command-name>"),
+        _row("user", "<command-message>review is running</command-message>"
+                     "<command-name>/review</command-name>"),
+        _row("user", [{"type": "text", "text": "Review the diff."}], isMeta=True),
+        _row("assistant", _said([{"type": "text", "text": "Looks fine."}], "m3", 5)),
+    ]
+    parts, dropped = builder().transcript_parts(rows)
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 30,
+             "cache_creation_input_tokens": 2, "output_tokens": 5}
+    assert parts[0] == [
+        {"role": "user", "content": "fix the bug"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Reading."}, use, use2],
+         "usage": usage, "model": "claude-x"},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "A"},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "B"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+         "usage": {**usage, "input_tokens": 4, "cache_read_input_tokens": 40},
+         "model": "claude-x"},
+    ]
+    assert [m["role"] for m in parts[1]] == ["user", "assistant"]
+    assert parts[1][0]["content"] == [{"type": "text", "text": "Review the diff."}]
+    assert dropped == {"command": 2, "meta": 1, "side-agent": 1, "interruption": 1,
+                       "thinking only": 1, "system": 1}
+
+
+def test_versions_of_one_session_merge_and_copies_go() -> None:
+    """Two commits holding parts of one session are one session (each row once); a session
+    whose calls all appear in a longer one is dropped as a copy."""
+    module = builder()
+    repo = module.CLAUDE_REPOS[1]
+
+    def version(session: str, commit: str, rows: list[dict[str, Any]]) -> Any:
+        return module.Version(repo, commit, int(commit), "logs/chat.json", "b", session,
+                              tuple(rows), 0)
+
+    def said(uuid: str, mid: str) -> dict[str, Any]:
+        return {**_row("assistant", _said([{"type": "text", "text": mid}], mid, 1)),
+                "uuid": uuid}
+
+    prompt = {**_row("user", "go"), "uuid": "p"}
+    early = version("A", "1", [prompt, said("a1", "m1")])
+    late = version("A", "2", [said("a1", "m1"), said("a2", "m2")])
+    copy = version("B", "3", [prompt, said("a2", "m2")])
+    merged, copies = module.merged_sessions([early, late, copy])
+    assert copies == 1 and len(merged) == 1
+    assert [r["uuid"] for r in merged[0].rows] == ["p", "a1", "a2"]
+    assert merged[0].versions == (early, late)
+
+
+def test_mini_swe_agent_actions_become_tool_calls() -> None:
+    """A reply with one bash block is a `bash` call answered by the next user message; a
+    reply without one is answered by the harness's format error, kept as a user message."""
+    usage = {"prompt_tokens": 900, "completion_tokens": 40,
+             "prompt_tokens_details": {"cached_tokens": 800}}
+    traj = {"messages": [
+        {"role": "system", "content": "You are a shell agent."},
+        {"role": "user", "content": "Fix issue 7."},
+        {"role": "assistant", "content": "THOUGHT: look\n\n```bash\nls -la\n```",
+         "extra": {"response": {"usage": usage}}},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+        {"role": "assistant", "content": "I am done thinking.",
+         "extra": {"response": {"usage": usage}}},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action"},
+    ]}
+    messages, errors = builder().mini_messages(json.dumps(traj).encode())
+    recorded = {"prompt_tokens": 900, "cached_tokens": 800, "completion_tokens": 40}
+    assert messages == [
+        {"role": "system", "content": "You are a shell agent."},
+        {"role": "user", "content": "Fix issue 7."},
+        {"role": "assistant", "content": "THOUGHT: look\n\n```bash\nls -la\n```",
+         "tool_calls": [{"id": "call_2", "type": "function",
+                         "function": {"name": "bash", "arguments": '{"command": "ls -la"}'}}],
+         "usage": recorded},
+        {"role": "tool", "tool_call_id": "call_2", "content": "<returncode>0</returncode>"},
+        {"role": "assistant", "content": "I am done thinking.", "usage": recorded},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action"},
+    ]
+    assert errors == 1
+
+
+def test_review_replays_a_long_real_session_whole() -> None:
+    """`histtrim review` reads a Claude Code session (Anthropic messages): every turn and every
+    recorded tool round replayed when the tool rounds per turn are not capped at 10 (a Claude
+    Code turn runs dozens), and a 4,000-token budget trims it."""
+    from histtrim import Policy, ProviderProfile, RuntimeProfile
+    from histtrim.cli.review import load_session
+    from histtrim.review.compare import run_review
+    from histtrim.review.replay import ReplaySettings
+
+    path = REAL / "claude-code" / "m-thisness-c71cc98f.jsonl"
+    session = load_session(str(path))
+    prompts = [m for m in anthropic_messages(path) if m["role"] == "user"
+               and not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                           for b in (m["content"] if isinstance(m["content"], list) else ()))]
+    assert len(session.turns) == len(prompts) == 3
+    settings = ReplaySettings(
+        profile=RuntimeProfile(max_context_tokens=4_000, max_tool_iterations=1_000),
+        provider=ProviderProfile(model="replay-model", context_window=200_000),
+    )
+    (summary,) = run_review([session], [("spec", Policy())], settings, workers=1).summaries()
+    assert summary.calls == sum(len(t.steps) for t in session.turns) > 30
+    assert summary.failed_turns == 0 and summary.token_trims > 0
+
+
+def test_each_recorded_call_is_priced_in_its_own_turn(tmp_path: Path) -> None:
+    """Chapter 11's ground truth: a call's estimate is EST-1 over the messages before its reply
+    as that call's runtime prices them (a tool result's image as an image in its own turn,
+    EST-2), against input + cache read + cache write as recorded."""
+    from livingspec.calibration.recorded import recorded_sessions
+
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBOR" * 8_000}}
+
+    def said(blocks: list[dict[str, Any]], recorded: int, cached: int) -> dict[str, Any]:
+        return {"role": "assistant", "content": blocks, "usage": {
+            "input_tokens": 5, "cache_read_input_tokens": cached,
+            "cache_creation_input_tokens": recorded - cached - 5, "output_tokens": 9}}
+
+    shot = {"type": "tool_use", "id": "t1", "name": "screenshot", "input": {}}
+    messages = [
+        {"role": "user", "content": "look at the page"},
+        said([shot], 20_000, 0),
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": [{"type": "text", "text": "ok"}, image]}]},
+        said([{"type": "text", "text": "It shows a form."}], 21_700, 19_990),
+        {"role": "user", "content": "and now?"},
+        said([{"type": "text", "text": "Still the form."}], 21_800, 21_700),
+    ]
+    (tmp_path / "claude-code").mkdir()
+    (tmp_path / "mini-swe-agent").mkdir()
+    (tmp_path / "claude-code" / "s.jsonl").write_text(
+        "".join(json.dumps(m) + "\n" for m in messages))
+    (session,) = recorded_sessions(tmp_path)
+    own_turn = [estimate_history_tokens(from_anthropic(messages[:end]).rows[:i])
+                for i, end in ((1, 4), (3, 4), (5, 6))]
+    assert [c.estimate for c in session.calls] == own_turn
+    assert own_turn[1] - own_turn[0] < 2_000 < own_turn[2] - own_turn[1]  # image, then its text
+    assert [(c.recorded, c.cached) for c in session.calls] == [
+        (20_000, 0), (21_700, 19_990), (21_800, 21_700)]
+    assert session.hidden == 20_000 - own_turn[0]
+    assert session.growth_ratio() is None  # grew by 1,800 recorded tokens: too little to tell
+    assert session.recorded_share() == (19_990 + 21_700) / (20_000 + 21_700 + 21_800)

@@ -44,12 +44,19 @@ from histtrim import (
 )
 from histtrim.agent.providers import Overflow, ScriptedProvider
 from histtrim.pairing import sweep_orphans, sweep_stages
+from histtrim.review.cache import ANTHROPIC
 from livingspec import examples as ex
 from livingspec.calibration.corpus import CLASSES
 from livingspec.calibration.measure import load_messages, load_sessions
+from livingspec.calibration.recorded import Call, RecordedSession
 from livingspec.plotting import NO_FIGURE, show_figure
 from livingspec.plotting.budget import budget_heatmap, pruning_effect
-from livingspec.plotting.calibration import ratio_boxes, sessions_estimate_vs_real
+from livingspec.plotting.calibration import (
+    cached_share_figure,
+    ratio_boxes,
+    recorded_vs_estimate,
+    sessions_estimate_vs_real,
+)
 from livingspec.plotting.capacity import capacity_breakdown
 from livingspec.plotting.cut import budget_cut
 from livingspec.plotting.estimate import estimate_vs_bytes
@@ -110,6 +117,14 @@ def _items() -> list[Any]:
             ChatMessage.assistant("done")]
 
 
+def _recorded(corpus: str) -> RecordedSession:
+    """A session of three recorded calls, for the figures of chapters 11 and 14."""
+    calls = (Call(1, 900, 20_000, 0), Call(3, 4_000, 24_500, 19_990),
+             Call(5, 9_000, 31_000, 24_400))
+    prompts = tuple(tuple((k, 300) for k in range(c.index)) for c in calls)
+    return RecordedSession("s", corpus, calls, prompts, ANTHROPIC)
+
+
 RESULTS = ROOT / "bench" / "results"
 SESSION = ex.agent_session()
 MEASURED = [{"section": "trim", "shape": "chat", "messages": str(n), "contender": "histtrim",
@@ -135,6 +150,11 @@ FIGURES: dict[str, Callable[[], Any]] = {
     "budget_checks": lambda: budget_checks([20, 42], [20, 22], title="t"),
     "ratio_boxes": lambda: ratio_boxes(load_messages(RESULTS / "calibration_messages.csv"),
                                        CLASSES, title="t"),
+    "recorded_vs_estimate": lambda: recorded_vs_estimate(
+        [_recorded("claude-code")], [_recorded("mini-swe-agent")], title="t"),
+    "cached_share_figure": lambda: cached_share_figure(
+        [_recorded("claude-code"), _recorded("mini-swe-agent")],
+        {"claude-code": "blue", "mini-swe-agent": "green"}, title="t"),
     "sessions_estimate_vs_real": lambda: sessions_estimate_vs_real(
         {"all": load_sessions(RESULTS / "calibration_sessions.csv")}, {"all": "black"},
         title="t"),

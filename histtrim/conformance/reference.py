@@ -81,6 +81,9 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     ),
     "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
     "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1"),
+    "trim_to_reported_budget": _ids("USAGE-1..4 KEEP-1 TURN-4..6 PAIR-1"),
+    "trim_to_reported_budget_with_crumb": _ids("USAGE-6 USAGE-1..4 SEEN-1..2"),
+    "reported_input_tokens": _ids("USAGE-5"),
 }
 """The rules a function's result can check; the first is its rule when a source names none."""
 

@@ -14,11 +14,17 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from histtrim.adapters.tokenizers import exact_counter
-from histtrim.agent.providers import ContextOverflowError, ScriptedProvider, ScriptExhaustedError
+from histtrim.agent.providers import (
+    ContextOverflowError,
+    RequestCounter,
+    ScriptedProvider,
+    ScriptExhaustedError,
+)
 from histtrim.agent.runtime import Agent, UnrecoverableContextOverflow
 from histtrim.agent.tools import Tool, ToolOutput
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.config import ProviderProfile, RuntimeProfile
+from histtrim.counting import Pricing
 from histtrim.estimate import ToolSchema, estimate_tool_schemas, message_costs
 from histtrim.events import EventBus, ObservedTrim
 from histtrim.messages import ChatMessage
@@ -60,6 +66,12 @@ class ReplaySettings(_Frozen):
         default=None,
         description="Count the rows' text with this vocabulary (the extra histtrim[tokenizers]) "
         "instead of EST-1's bytes; unset: the spec's estimate.",
+    )
+    provider_usage: Literal["o200k_base", "cl100k_base"] | None = Field(
+        default=None,
+        description="The provider reports each answered request's input tokens counted with "
+        "this vocabulary (each row's text plus the policy's framing, the tool schemas' text), "
+        "so the agent trims on its reported usage too (USAGE-1..6); unset: it reports none.",
     )
     record_prompts: bool = Field(
         default=False,
@@ -217,9 +229,11 @@ def replay(
     true_tokens: list[int] = []
     blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
     prompts: list[Prompt] = []
+    reports = None if settings.provider_usage is None else _reports(settings)
     for turn in session.turns:
         provider = ScriptedProvider(
-            turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy
+            turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy,
+            reports=reports,
         )
         agent.provider = provider
         outputs.clear()
@@ -281,6 +295,22 @@ def replay(
         overflow_trims=overflow_trims,
         prompts=tuple(prompts),
     )
+
+
+def _reports(settings: ReplaySettings) -> RequestCounter:
+    """A provider counting each request with `settings.provider_usage` (USAGE-5's source)."""
+    assert settings.provider_usage is not None
+    prices = Pricing(settings.true_policy, exact_counter(settings.provider_usage))
+    counter = exact_counter(settings.provider_usage)
+    frame = settings.true_policy.frame_tokens
+
+    def count(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        return prices.total(list(rows)) + sum(
+            counter.count_text(s.name + s.description + str(s.parameters)) + frame
+            for s in schemas
+        )
+
+    return count
 
 
 def median_max(values: Sequence[int]) -> tuple[float, int]:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from livingspec.calibration.measure import MessageCount, SessionCount
+    from livingspec.calibration.recorded import RecordedSession
 
 # One colour per tokenizer, each box placed this far off its class's line.
 _TOKENIZER_STYLES = ((-0.18, "o200k_base", "#0072B2"), (0.18, "cl100k_base", "#E69F00"))
@@ -73,4 +74,68 @@ def sessions_estimate_vs_real(groups: Mapping[str, Sequence[SessionCount]],
     axes.set_title(title, fontsize=10)
     axes.legend(fontsize=8)
     axes.grid(True, which="major", alpha=0.3)
+    return figure
+
+
+def recorded_vs_estimate(claude: Sequence[RecordedSession], mini: Sequence[RecordedSession],
+                         *, title: str) -> Figure | None:
+    """Every call of the long real sessions: left, what Claude Code's prompt grew by since
+    the session's first call, estimated against recorded (the hidden system prompt and tool
+    schemas cancel out); right, mini-swe-agent's whole prompt, estimated against Gemini's
+    count. Log-log, y = x marked. None where matplotlib is missing (the cell prints ratios)."""
+    if not can_draw():
+        return None
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.8))
+    for s in claude:
+        first = s.calls[0]
+        grown = [(c.recorded - first.recorded, c.estimate - first.estimate)
+                 for c in s.calls[1:] if c.recorded - first.recorded >= 100]
+        left.scatter([g for g, _ in grown], [max(e, 1) for _, e in grown], s=3,
+                     color="#0072B2", alpha=0.4)
+    for s in mini:
+        right.scatter([c.recorded for c in s.calls], [c.estimate for c in s.calls], s=3,
+                      color="#009E73", alpha=0.4)
+    for axes, label, name in (
+        (left, "growth since the first call, recorded (Claude)",
+         f"Claude Code: {len(claude)} sessions"),
+        (right, "prompt tokens, recorded (Gemini 3 Pro)", f"mini-swe-agent: {len(mini)} runs"),
+    ):
+        axes.plot([100, 300_000], [100, 300_000], color="gray", linewidth=1, label="y = x")
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlim(100, 300_000)
+        axes.set_ylim(100, 300_000)
+        axes.set_xlabel(label)
+        axes.set_ylabel("EST-1 estimate of the same (tokens)")
+        axes.set_title(name, fontsize=10)
+        axes.grid(True, which="major", alpha=0.3)
+        axes.legend(fontsize=8, loc="upper left")
+    figure.suptitle(title, fontsize=10)
+    return figure
+
+
+def cached_share_figure(sessions: Sequence[RecordedSession], colors: Mapping[str, str], *,
+                        title: str) -> Figure | None:
+    """Each session's cached share of its prompts: the cache model's prediction against the
+    provider's record, one colour per corpus (`colors[corpus]`), y = x marked. None where
+    matplotlib is missing (the cell prints the shares)."""
+    if not can_draw():
+        return None
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(5.5, 5.2))
+    for corpus, color in colors.items():
+        group = [s for s in sessions if s.corpus == corpus]
+        axes.scatter([s.recorded_share() for s in group], [s.predicted_share() for s in group],
+                     s=18, color=color, label=f"{corpus} ({len(group)})")
+    axes.plot([0.7, 1], [0.7, 1], color="gray", linewidth=1, label="y = x")
+    axes.set_xlim(0.7, 1)
+    axes.set_ylim(0.7, 1)
+    axes.set_xlabel("cached share, recorded by the provider")
+    axes.set_ylabel("cached share, predicted by the cache model")
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8, loc="upper left")
+    axes.grid(True, alpha=0.3)
     return figure

@@ -1,13 +1,16 @@
-"""Real cases: sessions agents really had (`examples/real/`, tau-bench's airline sessions and
-SWE-agent's demonstrations, MIT), through the trims, the estimate and the sweep. Each source
-names the session file and the repository and commit it was converted from."""
+"""Real cases: sessions agents really had (`examples/real/`: tau-bench's airline sessions and
+SWE-agent's demonstrations, MIT; a Claude Code transcript, CC0), through the trims, the
+estimate and the sweep. Each source names the session file and the repository and commit it
+was converted from."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from histtrim.adapters.anthropic import from_anthropic
 from histtrim.cli.sessions import read_session
 from histtrim.conformance.codec import rows_json
 from histtrim.estimate import estimate_history_tokens
@@ -17,21 +20,29 @@ from histtrim.turns import index_turns
 from livingspec.vectors.cases import Case
 
 REAL = Path(__file__).resolve().parents[2] / "examples" / "real"
-PER_FOLDER = {"tau-bench-airline": 4, "swe-agent": 2}
-"""How many sessions of each folder, the smallest first (the kit stays light)."""
+PER_FOLDER = {"tau-bench-airline": 4, "swe-agent": 2, "claude-code": 1}
+"""How many sessions of each folder, the smallest first (the kit stays light: the smallest
+long session is about 100 KB, and each case carries its history; mini-swe-agent's runs are
+OpenAI messages like SWE-agent's, at twice that size, and are left out)."""
 
 
-def _origin(folder: Path) -> str:
-    """`owner/name@commit` from the folder's provenance note."""
-    note = (folder / "PROVENANCE.md").read_text("utf-8")
+def _origin(path: Path) -> str:
+    """`owner/name@commit` from the provenance note beside the session: the folder's
+    repository and commit, or the session's own line (Claude Code: one per session)."""
+    note = (path.parent / "PROVENANCE.md").read_text("utf-8")
+    own = re.search(rf"^\| `{re.escape(path.name)}` \|[^|]*\|[^|]*\| `([\w/-]+)` \| "
+                    r"`([0-9a-f]{40})`", note, re.MULTILINE)
+    if own:
+        return f"{own.group(1)}@{own.group(2)[:12]}"
     repository = re.search(r"Repository: https://github\.com/(\S+)", note)
     commit = re.search(r"Commit: `([0-9a-f]{40})`", note)
-    assert repository and commit, f"{folder}: no repository or commit in PROVENANCE.md"
+    assert repository and commit, f"{path}: no repository or commit in PROVENANCE.md"
     return f"{repository.group(1)}@{commit.group(1)[:12]}"
 
 
 def _picked(folder: Path) -> list[Path]:
-    """The smallest sessions, half of them (rounded up) among those that reuse a call id."""
+    """The smallest sessions, half of them (rounded up) among those that reuse a call id or
+    break the pairing as recorded (what the sweep must repair)."""
     paths = sorted(folder.glob("*.jsonl"), key=lambda p: (p.stat().st_size, p.name))
     reusing = [p for p in paths if _reuses(_rows(p))]
     count = PER_FOLDER[folder.name]
@@ -41,13 +52,15 @@ def _picked(folder: Path) -> list[Path]:
 
 
 def _rows(path: Path) -> list[ChatMessage]:
+    if path.parent.name == "claude-code":  # Anthropic messages
+        return from_anthropic([json.loads(line) for line in path.read_text().splitlines()]).rows
     rows = read_session(str(path)).rows
     assert rows is not None
     return rows
 
 
 def _reuses(rows: list[ChatMessage]) -> bool:
-    return any(p.kind == "reused_id" for p in validate_tool_pairing(rows))
+    return any(p.kind == "reused_id" or p.is_error for p in validate_tool_pairing(rows))
 
 
 def _lost_result(rows: list[ChatMessage]) -> int | None:
@@ -61,9 +74,8 @@ def _lost_result(rows: list[ChatMessage]) -> int | None:
 def real_cases() -> Iterator[Case]:
     for name in PER_FOLDER:
         folder = REAL / name
-        origin = _origin(folder)
         for path in _picked(folder):
-            source = f"real:{name}/{path.name} ({origin})"
+            source = f"real:{name}/{path.name} ({_origin(path)})"
             rows = _rows(path)
             history = rows_json(rows)
             total = estimate_history_tokens(rows)
