@@ -61,8 +61,9 @@ class HistoryTrimmed(_Frozen):
     tokens_after: NonNegativeInt
     budget: NonNegativeInt
     counter: StrictStr | None = unset_by_default()
-    """The `token_counter` the token figures come from; None (then left out of every dump and
-    of the wire form): the spec's estimate (EST-1)."""
+    """The `token_counter` the token figures come from; "reported_usage": the provider's own
+    units, calibrated from its reported input tokens (USAGE-6); None (then left out of every
+    dump and of the wire form): the spec's estimate (EST-1)."""
     target: StrictStr | None = unset_by_default()
     """The low-water mark the trim applied when it is not the spec's 1 (`Policy`'s
     `token_trim_target` or `turn_trim_target`, as text: "7/10"); None (then left out of every

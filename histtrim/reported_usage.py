@@ -1,6 +1,6 @@
 """USAGE-1..6: the budget in the provider's own tokens, from the reference runtime (beyond the
 Spanish spec): after a response that reports its input tokens, a history whose request was
-over the budget is trimmed to the budget scaled by reported / estimated.
+over the budget is trimmed to the budget scaled by estimated / reported.
 
 The estimate (EST-1) undercounts what providers bill by a factor no constant fixes; the
 provider's count of the request it just received does not. `trim_to_reported_budget` is the
@@ -31,9 +31,12 @@ _ANTHROPIC_CACHE = ("cache_read_input_tokens", "cache_creation_input_tokens")
 
 def _field(usage: object, name: str) -> object:
     """`usage[name]` of a mapping, or `usage.name` of an object (an SDK's usage model)."""
-    if isinstance(usage, Mapping):
-        return usage.get(name)
-    return getattr(usage, name, None)
+    try:
+        if isinstance(usage, Mapping):
+            return usage.get(name)
+        return getattr(usage, name, None)
+    except Exception:  # a host's odd usage object never fails its run (USAGE-5)
+        return None
 
 
 def _count(value: object) -> int | None:
@@ -135,7 +138,8 @@ def trim_to_reported_budget(
     included (`counter` names them, `PROVIDER_UNITS`). `target` as in `scaled_budget`."""
     return _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
-        tool_schema_tokens, crumb_present, token_counter, policy, target,
+        tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
+        policy=policy, target=target,
     )[0]
 
 
@@ -145,9 +149,10 @@ def _reported_trim(
     reported_input_tokens: int,
     reported_population_estimated: int,
     tool_schema_tokens: int,
+    *,
     crumb_present: bool,
     token_counter: TokenCounter | None,
-    policy: Policy,
+    policy: Policy = SPEC,
     target: Fraction,
 ) -> tuple[TrimResult, int]:
     """The trim and the kept rows' size in estimate units (0 when the trim did not run)."""
@@ -208,7 +213,8 @@ def trim_to_reported_budget_with_crumb(
     schemas, calibrated; `budget` the budget (its low-water mark with a target below 1)."""
     result, kept = _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
-        tool_schema_tokens, crumb_present, token_counter, policy, target,
+        tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
+        policy=policy, target=target,
     )
     if not result.trimmed:
         return ReportedTrim(result.history, crumb_present, result, None)

@@ -236,12 +236,8 @@ def drop_oldest_whole_turn(
 
 
 def breadcrumb_message() -> ChatMessage:
-    """The context note as the model sees it: a user row (its slot is named by the owner's flag).
-    One frozen row, so a `token_counter` prices it once per process, not at every trim."""
-    return _BREADCRUMB_ROW
-
-
-_BREADCRUMB_ROW = ChatMessage.user(BREADCRUMB)
+    """The context note as the model sees it: a user row (its slot is named by the owner's flag)."""
+    return ChatMessage.user(BREADCRUMB)
 
 
 def insert_breadcrumb(history: Sequence[M], *, crumb_present: bool) -> list[M | ChatMessage]:

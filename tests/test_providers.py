@@ -14,8 +14,15 @@ from histtrim import (
     ToolCall,
     estimate_history_tokens,
 )
-from histtrim.agent.providers import Overflow, ScriptedProvider, ScriptExhaustedError, Usage
+from histtrim.agent.providers import (
+    Overflow,
+    ScriptedProvider,
+    ScriptExhaustedError,
+    Usage,
+    estimated_input,
+)
 from histtrim.estimate import ToolSchema, estimate_tool_schemas
+from histtrim.policy import SPEC
 
 SCHEMA = ToolSchema(name="grep", description="Search files.", parameters={"type": "object"})
 
@@ -38,8 +45,11 @@ def test_replays_replies_in_order_and_records_requests() -> None:
 
 
 def test_reports_usage_from_the_request_unless_the_script_states_it() -> None:
+    """USAGE-5's source in tests: a provider counting its input; without `reports`, none."""
     stated = Usage(prompt_tokens=7, completion_tokens=3)
-    provider = ScriptedProvider([ProviderReply(text="abcdefgh"), ProviderReply(usage=stated)])
+    script = [ProviderReply(text="abcdefgh"), ProviderReply(usage=stated)]
+    assert ScriptedProvider(script).complete(_request(), []).usage == Usage()
+    provider = ScriptedProvider(script, reports=estimated_input(SPEC))
     reply = provider.complete(_request(), [SCHEMA])
     expected_prompt = estimate_history_tokens(_request()) + estimate_tool_schemas([SCHEMA])
     assert reply.usage == Usage(prompt_tokens=expected_prompt, completion_tokens=2)

@@ -218,6 +218,17 @@ def test_usage_5_reported_input_tokens(usage: object, expected: int | None) -> N
     assert reported_input_tokens(usage) == expected
 
 
+def test_usage_5_a_usage_object_that_raises_is_no_report() -> None:
+    """USAGE-5: reading a host's usage never raises inside its run."""
+
+    class Broken:
+        @property
+        def prompt_tokens(self) -> int:
+            raise RuntimeError("lazy field failed")
+
+    assert reported_input_tokens(Broken()) is None
+
+
 def test_usage_5_another_models_report_is_not_used() -> None:
     usage = {"prompt_tokens": 900}
     assert reported_input_tokens(usage, model="gpt-4o", expected_model="gpt-4o") == 900
@@ -231,13 +242,13 @@ def test_usage_6_breadcrumb_once_by_owner_flag_and_event() -> None:
     """USAGE-6, reference `insert_breadcrumb_deduped_does_not_stack`: the first trim inserts
     the breadcrumb after the system rows; a second trim, told by the owner's flag, neither
     stacks another nor counts it as a turn or a dropped message. The event is a token-budget
-    event in provider units: the crumb (11 tokens) is inside tokens_after: (18 + 11) * 4."""
+    event in provider units: the crumb (17 tokens) is inside tokens_after: (18 + 17) * 4 = 140."""
     first = trim_to_reported_budget_with_crumb(three_turns(), 2080, 4160, 1040)
     assert first.crumb_present and first.history[1] == breadcrumb_message()
     event = first.event
     assert event is not None and event.reason is TrimReason.TOKEN_BUDGET
     assert (event.dropped_messages, event.kept_turns, event.tokens_before) == (4, 1, 4160)
-    assert event.tokens_after == (18 + estimate_history_tokens([breadcrumb_message()])) * 4
+    assert event.tokens_after == (18 + estimate_history_tokens([breadcrumb_message()])) * 4 == 140
     assert (event.budget, event.counter, event.target) == (2080, PROVIDER_UNITS, None)
 
     grown = [*first.history, user(f"turn4 {BIG}"), asst("a4"), user("turn5"), asst("a5")]

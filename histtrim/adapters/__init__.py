@@ -5,8 +5,9 @@ come back untouched."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Generic, TypeVar
 
 from histtrim._checks import non_negative
@@ -14,7 +15,13 @@ from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import Replay, holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import ChatMessage, chat_rows
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    calibrated,
+    reported_input_tokens,
+    scaled_budget,
+)
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
 from histtrim.turns import TurnIndex, index_turns
@@ -61,6 +68,48 @@ class RecordTrimResult(Generic[R]):
         return trim_result_html(self.result, crumb_inserted=self.crumb_inserted)
 
 
+def last_reply_report(
+    rows: int, role: Callable[[int], str], record: Callable[[int], object],
+    request_tokens: Callable[[int], int],
+) -> tuple[int, int] | None:
+    """USAGE-5 on a recorded transcript of `rows` rows: the input tokens the last reply reports
+    (the newest record of its assistant rows that has a `usage` key), and `request_tokens(p)`,
+    the estimate of the request that produced it (the rows before the reply, `p` of them).
+    None when that reply records no usage or an unusable one, or when no reply follows the
+    turn before the current one (the back scan stops there: bounded by two turns)."""
+    i, openers = rows - 1, 0
+    while i >= 0 and role(i) != "assistant":
+        openers += role(i) == "user"
+        if openers > 2:
+            return None
+        i -= 1
+    usage: object = None
+    found = False
+    while i >= 0 and role(i) == "assistant":
+        value = record(i)
+        if not found and isinstance(value, Mapping) and "usage" in value:
+            usage, found = value["usage"], True
+        i -= 1
+    reported = reported_input_tokens(usage) if found else None
+    if reported is None:
+        return None
+    estimated = request_tokens(i + 1)
+    return (reported, estimated) if estimated > 0 else None
+
+
+def recorded_report(
+    records: Sequence[object], rows: Sequence[ChatMessage], *,
+    token_counter: TokenCounter | None = None, policy: Policy = SPEC,
+) -> tuple[int, int] | None:
+    """`last_reply_report` on records (row k is the row of record k): a record's `usage` key
+    holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent."""
+    prices = Pricing(policy, token_counter)
+    return last_reply_report(
+        len(rows), lambda i: rows[i].role, records.__getitem__,
+        lambda end: prices.total(rows[:end]),
+    )
+
+
 def trim_records(
     records: Sequence[R],
     rows: Sequence[ChatMessage],
@@ -72,6 +121,7 @@ def trim_records(
     budget_in_force: int = 0,
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
+    reported: tuple[int, int] | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """Trim `records` (row k is the row of record k) by token budget or by turn count.
@@ -83,8 +133,10 @@ def trim_records(
     reports as its `budget`: the one meaning `HistoryTrimmed.budget` has everywhere. A
     `token_counter` prices the rows' text instead of EST-1's bytes, in the trim and in the
     event's figures (`histtrim.counting`). A `policy` with a low-water mark holds the cut the
-    `Agent` would hold over the requests these rows record (`trim_records_held`); one with a
-    `tool_context` edits the kept rows as the request (`edit_record` writes their records)."""
+    `Agent` would hold over the requests these rows record (`trim_records_held`).
+    `reported` (`recorded_report`) is the provider's count of the last recorded request. One
+    with a `tool_context` edits the kept rows as the request (`edit_record` writes their
+    records)."""
 
     if (budget_tokens is None) == (max_turns is None):
         raise ValueError("budget_tokens, max_turns: pass exactly one of them")
@@ -92,6 +144,7 @@ def trim_records(
         records, rows, budget_tokens=budget_tokens, max_turns=max_turns,
         crumb_present=crumb_present, breadcrumb_record=breadcrumb_record,
         budget_in_force=budget_in_force, token_counter=token_counter, policy=policy,
+        reported=reported,
         edit_record=edit_record,
     )
 
@@ -111,6 +164,8 @@ def trim_records_held(
     index: TurnIndex | None = None,
     requests: Sequence[int] | None = None,
     resume: Replay | None = None,
+    crumb_price: int | None = None,
+    reported: tuple[int, int] | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
@@ -124,7 +179,12 @@ def trim_records_held(
     `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
     integration keeps a growing history's), so the rows are not read again; `requests`
     (`request_points(rows)`) and `resume` (a held plan's `replay` for a history these rows
-    extend) likewise.
+    extend) likewise, and `crumb_price` (the breadcrumb row's price: a counter need not
+    price it at every trim).
+
+    `reported`, (the provider's input tokens for a recorded request, that request's estimate):
+    when it is over the budget, the budget is scaled by estimated / reported (USAGE-1..2,
+    `scaled_budget`) and the result and events are in provider units (USAGE-3, USAGE-6).
 
     A policy with a `tool_context` (CTX-1..9) then edits the kept rows as the request to send;
     `edit_record(record, row)` writes the record of a row the edit changed (the record of the
@@ -150,6 +210,15 @@ def trim_records_held(
     given = prices
     crumb_row, pricing = breadcrumb_message(), Pricing(policy, token_counter)
     counter = pricing.counter_name
+    crumb_cost: int | Callable[[], int] = (
+        (lambda: pricing.plain(crumb_row)) if crumb_price is None else crumb_price
+    )
+    provider_budget = budget_tokens
+    scaled = None
+    if reported is not None and budget_tokens:
+        scaled = scaled_budget(budget_tokens, reported[0], reported[1])
+        if scaled is not None:
+            budget_tokens, resume = min(budget_tokens, scaled), None  # another budget: replay
     plan: VisibleTrim
     if given is not None and (len(given[0]) != len(rows) or len(given[1]) != len(rows)):
         raise ValueError(f"prices: expected two lists of {len(rows)} prices")
@@ -158,7 +227,7 @@ def trim_records_held(
             index, two_prices(rows, index, pricing) if given is None else given,
             request_points(rows) if requests is None else requests, max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
-            crumb_cost=lambda: pricing.plain(crumb_row), breadcrumb=breadcrumb_record is not None,
+            crumb_cost=crumb_cost, breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
             token_target=policy.token_trim_target, resume=resume,
         )
@@ -170,9 +239,12 @@ def trim_records_held(
             costs = [*given[0][:current], *given[1][current:]]
         plan = plan_visible_trim(
             index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
-            budget_in_force=budget_in_force, crumb_cost=lambda: pricing.plain(crumb_row),
+            budget_in_force=budget_in_force, crumb_cost=crumb_cost,
             breadcrumb=breadcrumb_record is not None, counter=counter,
         )
+    if scaled is not None:
+        plan = _in_provider_units(plan, reported, provider_budget, policy.token_trim_target)
+        budget_tokens, counter = provider_budget, PROVIDER_UNITS
     kept_rows = plan.kept(rows, crumb_row)
     dropped = plan.dropped(rows)
     result: TrimResult | TurnCountTrimResult[ChatMessage]
@@ -219,3 +291,28 @@ def _edited(
         for row, src in zip(edit.messages, edit.source_rows, strict=True)
     ]
     return replace(done, records=records, rows=edit.messages, tool_context=edit)
+
+
+def _in_provider_units(
+    plan: VisibleTrim, reported: tuple[int, int] | None, budget: int | None, target: Fraction
+) -> VisibleTrim:
+    """A plan's figures and events in the provider's units (USAGE-3, USAGE-6)."""
+    assert reported is not None and budget is not None
+    tokens, estimated = reported
+
+    def units(value: int) -> int:
+        return calibrated(value, tokens, estimated)
+
+    events = tuple(
+        event.model_copy(update={
+            "tokens_before": units(event.tokens_before),
+            "tokens_after": units(event.tokens_after),
+            "budget": low_water_tokens(budget, target) if event.reason == "token_budget"
+            else event.budget,
+            "counter": PROVIDER_UNITS,
+        })
+        for event in plan.events
+    )
+    return replace(plan, tokens_before=units(plan.tokens_before),
+                   tokens_after=units(plan.tokens_after), events=events,
+                   crumb_tokens=units(plan.crumb_tokens))

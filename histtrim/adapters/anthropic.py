@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring
 from typing import Any
 
-from histtrim.adapters import RecordTrimResult, trim_records
+from histtrim.adapters import RecordTrimResult, recorded_report, trim_records
 from histtrim.adapters.anthropic_checks import (
     AnthropicFormatError,
     check_block,
@@ -121,12 +121,15 @@ def trim_anthropic(
     crumb_present: bool = False,
     breadcrumb: bool = True,
     policy: Policy = SPEC,
+    usage: bool = True,
 ) -> tuple[dict[str, Any], RecordTrimResult[AnthropicMessage | None]]:
     """Trim a request body by token budget or turn count, whole turns only: a `tool_use` and
     its `tool_result` are kept or dropped together, the `system` always stays (TURN-5).
 
     Returns the trimmed body (kept messages untouched, the breadcrumb message inserted first
-    unless `breadcrumb=False`) and the trim result with its `HistoryTrimmed` event."""
+    unless `breadcrumb=False`) and the trim result with its `HistoryTrimmed` event. With
+    `usage`, the last assistant message's recorded `usage` (input, cache reads and writes,
+    USAGE-5) decides when it is over the budget (USAGE-1..3)."""
     conversation = from_anthropic(body)
     system = conversation.system_rows
     records: list[AnthropicMessage | None] = [None] * system + list(conversation.messages)
@@ -138,6 +141,7 @@ def trim_anthropic(
         crumb_present=crumb_present,
         breadcrumb_record=anthropic_breadcrumb() if breadcrumb else None,
         policy=policy,
+        reported=recorded_report(records, conversation.rows, policy=policy) if usage else None,
         edit_record=_edited_message,
     )
     kept = [record for record in result.records[system:] if record is not None]

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim.adapters import RecordTrimResult, trim_records
+from histtrim.adapters import RecordTrimResult, recorded_report, trim_records
 from histtrim.adapters.openai_checks import OpenAIFormatError, check_message
 from histtrim.adapters.parts import marker_parts
 from histtrim.carriers import (
@@ -85,6 +85,7 @@ def trim_openai(
     crumb_present: bool = False,
     breadcrumb: bool = True,
     policy: Policy = SPEC,
+    usage: bool = True,
 ) -> RecordTrimResult[OpenAIMessage]:
     """Trim chat-completions messages by token budget or turn count, whole turns only.
 
@@ -92,16 +93,20 @@ def trim_openai(
     the breadcrumb message is inserted after the leading system messages (unless
     `breadcrumb=False`) and the result carries the `HistoryTrimmed` event. With a `policy` that
     sets a low-water mark (`Policy(token_trim_target=Fraction(7, 10))`), passing the whole
-    history on every request keeps the cut the `Agent` would hold (`trim_records`)."""
+    history on every request keeps the cut the `Agent` would hold (`trim_records`). With
+    `usage`, the last assistant message's recorded `usage.prompt_tokens` (USAGE-5) decides when
+    it is over the budget (USAGE-1..3: `trim_records`'s `reported`)."""
     rows = from_openai(messages)
+    records = [copy.deepcopy(dict(m)) for m in messages]
     return trim_records(
-        [copy.deepcopy(dict(m)) for m in messages],
+        records,
         rows,
         budget_tokens=budget_tokens,
         max_turns=max_turns,
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
         policy=policy,
+        reported=recorded_report(records, rows, policy=policy) if usage else None,
         edit_record=edited_message,
     )
 

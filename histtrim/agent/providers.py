@@ -4,7 +4,7 @@ a deterministic provider that replays a script and records every request (for no
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -105,11 +105,29 @@ class ProviderRequest:
         )
 
 
+RequestCounter = Callable[[Sequence[ChatMessage], Sequence[ToolSchema]], int]
+"""How a provider counts a request's input tokens (its rows and tool schemas)."""
+
+
+def estimated_input(policy: Policy = SPEC) -> RequestCounter:
+    """A provider that counts input as the estimate with `policy`'s prices does."""
+
+    def count(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        return estimate_history_tokens(rows, policy=policy) + estimate_tool_schemas(
+            schemas, policy=policy
+        )
+
+    return count
+
+
 class ScriptedProvider:
     """Replays `script` one step per call; with `hidden_window`, any request whose estimate
     exceeds it overflows without consuming a step (a window the runtime does not know).
 
-    `policy` prices requests as this model really does (its hidden image price, say)."""
+    `policy` prices requests as this model really does (its hidden image price, say).
+    `reports` counts each answered request's input for the reply's `Usage` (a tokenizer, or
+    `estimated_input(policy)`); None: the provider reports no usage, as a script step that
+    states none (a step's stated usage is always returned as it is)."""
 
     def __init__(
         self,
@@ -117,12 +135,14 @@ class ScriptedProvider:
         *,
         hidden_window: int | None = None,
         policy: Policy = SPEC,
+        reports: RequestCounter | None = None,
     ) -> None:
         if hidden_window is not None:
             non_negative("hidden_window", hidden_window)
         self._script: deque[ScriptStep] = deque(script)
         self.hidden_window = hidden_window
         self.policy = policy
+        self.reports = reports
         self.requests: list[ProviderRequest] = []
 
     @property
@@ -155,10 +175,10 @@ class ScriptedProvider:
             self.requests.append(ProviderRequest(rows, schemas, "overflow", policy))
             raise ContextOverflowError(step.message, request_tokens=tokens)
         self.requests.append(ProviderRequest(rows, schemas, "reply", policy))
-        if step.usage != Usage():
-            return step  # the script states the usage the provider reports
+        if step.usage != Usage() or self.reports is None:
+            return step  # the script states the usage the provider reports, or none
         completion = text_tokens(step.text or "", policy=policy) + sum(
             text_tokens(call.name + call.arguments, policy=policy) for call in step.tool_calls
         )
-        usage = Usage(prompt_tokens=tokens, completion_tokens=completion)
+        usage = Usage(prompt_tokens=self.reports(rows, schemas), completion_tokens=completion)
         return step.model_copy(update={"usage": usage})

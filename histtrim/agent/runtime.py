@@ -29,7 +29,13 @@ from histtrim.estimate import ToolSchema
 from histtrim.events import EventBus, HistoryTrimmed
 from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessage, ToolResults
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
-from histtrim.policy import Policy
+from histtrim.policy import Policy, low_water_tokens
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    calibrated,
+    reported_input_tokens,
+    scaled_budget,
+)
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import edit_tool_context
 from histtrim.visible import trim_structured
@@ -238,10 +244,12 @@ class Agent:
                 reply = answer.text or ""
                 break
             self._record_tool_round(answer)
+            self._reported_trim(answer, tokens[1], toolbox.schema_tokens)
         if reply is None:
             hit_limit = True
-            reply = self._final_summary(limit + 1)
+            reply, answer, tokens = self._final_summary(limit + 1)
         self._store.record(ChatMessage.assistant(reply))
+        self._reported_trim(answer, tokens[1], 0 if hit_limit else toolbox.schema_tokens)
         return TurnOutcome(
             self.turn_id,
             reply,
@@ -271,8 +279,9 @@ class Agent:
         results = tuple(self.toolbox.run(call, max_chars) for call in answer.tool_calls)
         self._store.record(ToolResults(results=results))
 
-    def _final_summary(self, iteration: int) -> str:
-        """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4).
+    def _final_summary(self, iteration: int) -> tuple[str, ProviderReply, tuple[int, int]]:
+        """After `max_tool_iterations`: one more request, no tools, capacity-checked (CAP-4);
+        its text, the reply and the request's estimates.
 
         Its extra system row is priced on top of the ledger (a system row never changes the
         price of the rows before it)."""
@@ -281,8 +290,9 @@ class Agent:
         rows, history = self._request()
         history += self._ledger.pricing.total([prompt])
         request = [*rows, prompt]
-        answer = self._dispatch(request, (), (history, history), iteration, "final_summary")
-        return answer.text or ""
+        tokens = (history, history)
+        answer = self._dispatch(request, (), tokens, iteration, "final_summary")
+        return answer.text or "", answer, tokens
 
     # -------------------------------------------------------- trims (LIMIT, RUN, SEEN)
 
@@ -308,6 +318,25 @@ class Agent:
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
 
+    def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
+        """After a reply, with the reply recorded (USAGE-1..6, the reference's
+        `enforce_reported_budget`): when the provider reports more input tokens than the budget,
+        trim to the budget (its low-water mark, USAGE-4) scaled by the request's estimate over
+        the report (`scaled_budget`). `estimated` is the request's estimate, schemas included.
+        Missing or bad usage changes nothing (USAGE-5): the estimate's trims still run."""
+        reported = reported_input_tokens(answer.usage)
+        if reported is None:
+            return
+        budget = self.runtime.effective_context_budget()
+        target = self.policy.token_trim_target
+        scaled = scaled_budget(budget, reported, estimated, schema_tokens, target=target)
+        if scaled is None or self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
+            return
+        self._visible_trim(
+            budget_tokens=scaled,
+            reported=(reported, estimated, schema_tokens, low_water_tokens(budget, target)),
+        )
+
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
         """After a provider overflow: trim to two thirds of the estimate (the policy's
         `reactive_target`), then retry (RUN-2).
@@ -323,12 +352,14 @@ class Agent:
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
         budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
         token_target: Fraction = Fraction(1), overflow: bool = False,
+        reported: tuple[int, int, int, int] | None = None,
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
         the event, naming a low-water mark only when it is not the spec's 1 and the overflow
         when one caused it (RUN-2), goes to the client transports and the observers
-        (SEEN-2..3)."""
+        (SEEN-2..3). A `reported` trim (reported, estimated, schema tokens, fit) states its
+        event in provider units (USAGE-6)."""
         trim = trim_structured(
             self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
@@ -339,6 +370,16 @@ class Agent:
         self._store.replace(trim.history)
         self._store.crumb = True
         event = trim.event(tokens_after=self._ledger.total)
+        if reported is not None:
+            tokens, estimated, schemas, fit = reported
+            target = self.policy.token_trim_target
+            event = event.model_copy(update={
+                "tokens_before": tokens,
+                "tokens_after": calibrated(self._ledger.total + schemas, tokens, estimated),
+                "budget": fit,
+                "counter": PROVIDER_UNITS,
+                "target": None if target == 1 else str(target),
+            })
         self._publish(event.after_overflow() if overflow else event)
 
     def _publish(self, event: HistoryTrimmed) -> None:

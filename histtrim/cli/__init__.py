@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the policy's token_trim_target, e.g. 7/10 (default: 1, the spec)")
     trim.add_argument("--turn-target", metavar="RATIO",
                       help="the policy's turn_trim_target, e.g. 1/2 (default: 1, the spec)")
+    trim.add_argument(
+        "--ignore-usage", action="store_true",
+        help="do not read the provider's recorded usage (the last reply's `usage`: OpenAI "
+        "prompt_tokens, Anthropic input plus cache tokens); by default, when it reports more "
+        "input than the budget, the budget is scaled by estimate / reported (USAGE-1..5)",
+    )
     add_tokenizer_arg(trim)
     trim.set_defaults(run=cmd_trim, command_parser=trim)
 

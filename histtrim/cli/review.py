@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
+from histtrim.adapters.tokenizers import INSTALL_HINT, tokenizers_available
 from histtrim.cli.argtypes import count, file_path, positive
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
@@ -176,6 +177,8 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     """The route to replay on: `--budget` on a declared `--window`, or a configured agent."""
     true_policy = load_policy(args.true_policy) if args.true_policy else SPEC
     token_counter(args)  # a missing extra is a one-line error before any replay
+    if getattr(args, "provider_usage", None) and not tokenizers_available():
+        raise InputError("--provider-usage", f"needs the optional extra: {INSTALL_HINT}")
     _needs_extra(args, "html", "matplotlib", "the report's figures need matplotlib")
     _needs_extra(args, "dask", "distributed", "a Dask cluster needs the 'distributed' package")
     tokenizer = getattr(args, "tokenizer", None)
@@ -194,6 +197,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
             true_window=_true_window(args, window),
             true_policy=true_policy,
             tokenizer=tokenizer,
+            provider_usage=getattr(args, "provider_usage", None),
         )
     profile = RuntimeProfile(
         max_context_tokens=_budget(args), max_tool_iterations=args.max_tool_iterations
@@ -204,6 +208,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         true_window=_true_window(args, args.window),
         true_policy=true_policy,
         tokenizer=tokenizer,
+        provider_usage=getattr(args, "provider_usage", None),
     )
 
 
@@ -284,6 +289,12 @@ def add_review_command(commands: Any) -> None:
         help="normal input price per million tokens (text: '3' or '2.5'), for costs in money",
     )
     add_tokenizer_arg(review)
+    review.add_argument(
+        "--provider-usage", choices=("o200k_base", "cl100k_base"),
+        help="the replayed provider reports each request's input counted with this "
+        "vocabulary, and the agent trims on the report (USAGE-1..6; needs the extra "
+        "histtrim[tokenizers])",
+    )
     review.add_argument(
         "--workers", type=positive, help=f"processes (default: every core, {os.cpu_count()})"
     )

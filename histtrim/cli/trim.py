@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
 
+from histtrim.adapters import last_reply_report, recorded_report
 from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import edited_message, openai_breadcrumb
@@ -36,7 +38,8 @@ from histtrim.events import HistoryTrimmed
 from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.reported_usage import PROVIDER_UNITS, calibrated, scaled_budget
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import edit_tool_context
 from histtrim.trim import breadcrumb_message
@@ -359,6 +362,46 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
     return lines
 
 
+def _file_report(hf: HistoryFile) -> tuple[int, int] | None:
+    """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5)."""
+    system = hf.system_rows
+    return last_reply_report(
+        len(hf), lambda i: hf.row(i).role,
+        lambda i: hf.record(i - system) if i >= system else None,
+        lambda end: sum(hf.costs[:end]),
+    )
+
+
+def _scaled(limits: _Limits, report: tuple[int, int] | None) -> _Limits:
+    """The limits with the budget scaled by estimated / reported when the recorded report is
+    over it (USAGE-1..2); unchanged otherwise."""
+    if report is None or not limits.budget:
+        return limits
+    scaled = scaled_budget(limits.budget, *report)
+    if scaled is None:
+        return limits
+    return _Limits(limits.max_turns, min(limits.budget, scaled), limits.route, limits.pricing)
+
+
+def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
+                    target: Fraction) -> _Outcome:
+    """The outcome's figures and events in the provider's units (USAGE-3, USAGE-6)."""
+    tokens, estimated = report
+
+    def units(value: int) -> int:
+        return calibrated(value, tokens, estimated)
+
+    outcome.tokens_before, outcome.tokens = units(outcome.tokens_before), units(outcome.tokens)
+    outcome.crumb_tokens = units(outcome.crumb_tokens)
+    outcome.events = [event.model_copy(update={
+        "tokens_before": units(event.tokens_before), "tokens_after": units(event.tokens_after),
+        "budget": low_water_tokens(budget, target) if event.reason == "token_budget"
+        else event.budget,
+        "counter": PROVIDER_UNITS,
+    }) for event in outcome.events]
+    return outcome
+
+
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
     output: bytes | Iterator[bytes | memoryview] = data
@@ -372,18 +415,28 @@ def cmd_trim(args: argparse.Namespace) -> int:
             "use the library's trim_anthropic(policy=...) for its tool context edit",
         )
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
+    report: tuple[int, int] | None = None
     if hf is not None:
         limits = _limits(args)
-        outcome, output = _trim_file(source, hf, limits, args.crumb_present)
+        report = None if args.ignore_usage else _file_report(hf)
+        outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = _limits(args)
         if session.rows is not None:
-            outcome = _trim_rows(session, session.rows, limits, args.crumb_present)
+            if not args.ignore_usage and len(session.records) == len(session.rows):
+                report = recorded_report(session.records, session.rows,
+                                         token_counter=limits.pricing.counter,
+                                         policy=limits.policy)
+            outcome = _trim_rows(session, session.rows, _scaled(limits, report),
+                                 args.crumb_present)
         else:
             outcome = _trim_structured(session, limits, args.crumb_present)
         if outcome.records is not None:
             output = render(session, outcome.records)
+    if _scaled(limits, report) is not limits:
+        assert report is not None and limits.budget
+        outcome = _provider_units(outcome, report, limits.budget, limits.policy.token_trim_target)
     # Everything is validated before the first byte is written; a file's pieces are made as
     # they go into its temporary copy (the target changes only once they all are).
     emit(args.output, output)

@@ -16,6 +16,7 @@ from histtrim import (
     estimate,
     low_water,
     pairing,
+    reported_usage,
     route,
     safety,
     tool_context,
@@ -312,6 +313,60 @@ def tool_context_requests(history: Any, arguments: Mapping[str, Any]) -> JsonObj
     return {"requests": requests, "prefix_breaks": breaks}
 
 
+def _reported_arguments(arguments: Mapping[str, Any]) -> tuple[int, int, int, int, Any]:
+    schemas = optional(arguments, "tool_schema_tokens", 0)
+    if isinstance(schemas, bool) or not isinstance(schemas, int):
+        raise ProtocolError(INVALID_INPUT, "arguments.tool_schema_tokens: expected an integer")
+    return (
+        require(arguments, "budget_tokens", int),
+        require(arguments, "reported_input_tokens", int),
+        require(arguments, "reported_population_estimated", int),
+        schemas,
+        Policy(token_trim_target=optional(arguments, "token_target", "1")).token_trim_target,
+    )
+
+
+def trim_to_reported_budget(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """USAGE-1..4: the reference runtime's reported-usage trim (figures in provider units)."""
+    budget, reported, estimated, schemas, target = _reported_arguments(arguments)
+    result = reported_usage.trim_to_reported_budget(
+        history_list(history), budget, reported, estimated, schemas,
+        crumb_present=_flag(arguments, "crumb_present"), target=target,
+    )
+    return {
+        **_whole_turn(result),
+        "tokens_before": result.tokens_before,
+        "tokens_after": result.tokens_after,
+    }
+
+
+def trim_to_reported_budget_with_crumb(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """USAGE-6: the same trim made visible: the breadcrumb once (owner's flag) and the event."""
+    budget, reported, estimated, schemas, target = _reported_arguments(arguments)
+    done = reported_usage.trim_to_reported_budget_with_crumb(
+        history_list(history), budget, reported, estimated, schemas,
+        crumb_present=_flag(arguments, "crumb_present"), target=target,
+    )
+    return {
+        "history": rows_json(done.history),
+        "crumb_present": done.crumb_present,
+        "event": None if done.event is None else done.event.model_dump(mode="json"),
+    }
+
+
+def reported_input_tokens(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """USAGE-5: the input tokens a provider's usage report states, or null (no report)."""
+    model = optional(arguments, "model", None)
+    expected = optional(arguments, "expected_model", None)
+    for name, value in (("model", model), ("expected_model", expected)):
+        if value is not None and not isinstance(value, str):
+            raise ProtocolError(INVALID_INPUT, f"arguments.{name}: expected a string or null")
+    usage = optional(arguments, "usage", None)
+    return {"tokens": reported_usage.reported_input_tokens(
+        usage, model=model, expected_model=expected
+    )}
+
+
 def guarded(function: Function) -> Function:
     """Bad input becomes the `invalid_input` protocol error."""
 
@@ -348,5 +403,8 @@ STATELESS: dict[str, Function] = {
         collapse_tool_context,
         clear_tool_results,
         tool_context_requests,
+        trim_to_reported_budget,
+        trim_to_reported_budget_with_crumb,
+        reported_input_tokens,
     )
 }

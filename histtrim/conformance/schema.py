@@ -145,6 +145,19 @@ def _function(history: str, arguments: dict[str, dict[str, Any]], result: dict[s
             "result": result, "defaults": defaults}
 
 
+REPORTED_ARGUMENTS = {
+    "budget_tokens": _field(INT, "The token budget, in the provider's units; 0 disables."),
+    "reported_input_tokens": _field(INT, "The input tokens the provider reported for the "
+                                    "request it answered."),
+    "reported_population_estimated": _field(INT, "The estimate of that request (tool schemas "
+                                            "included), not of the history after the reply."),
+    "tool_schema_tokens": _field(INT, "The estimate of the tool schemas sent with it."),
+    "crumb_present": CRUMB_PRESENT,
+    "token_target": _field({"type": "string"}, "The low-water mark, an exact ratio in (0, 1] "
+                           "such as \"7/10\"."),
+}
+REPORTED_DEFAULTS = {"tool_schema_tokens": 0, "crumb_present": False, "token_target": "1"}
+
 FUNCTIONS: dict[str, dict[str, Any]] = {
     "estimate_history_tokens": _function(
         "provider-facing rows", {},
@@ -396,6 +409,49 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "(budget x token_target, or ceil(max_turns x turn_target) turns) only when a limit is "
         "exceeded; the breadcrumb counts (RUN-1, LIMIT-1..2, SEEN-1). Not in the spec: with "
         "targets 1 each request is trimmed just to fit."),
+    "trim_to_reported_budget": _function(
+        "provider-facing rows", REPORTED_ARGUMENTS,
+        _object({**TRIM_FIELDS,
+                 "tokens_before": _field(INT, "The reported input tokens."),
+                 "tokens_after": _field(INT, "The kept estimate plus the tool schema tokens, "
+                                        "times reported / estimated, rounded half away from "
+                                        "zero in exact integers (USAGE-3); the report when "
+                                        "nothing is due.")}),
+        REPORTED_DEFAULTS,
+        "The reference runtime's reported-usage trim (USAGE-1..4, beyond the Spanish spec): "
+        "when the report exceeds a positive budget and the estimate is positive, keep the "
+        "newest whole turns within max(1, floor(budget x token_target x estimated / "
+        "reported) - tool_schema_tokens) estimate tokens (the first factor at least 1). "
+        "Inserts no breadcrumb."),
+    "trim_to_reported_budget_with_crumb": _function(
+        "provider-facing rows", REPORTED_ARGUMENTS,
+        _object({
+            "history": _field(ROWS, "The kept rows; after a trim the breadcrumb "
+                              f"{BREADCRUMB_TEXT!r} follows the leading system rows, once "
+                              "(none is added when crumb_present)."),
+            "crumb_present": _field(BOOL, "The breadcrumb flag after the call."),
+            "event": _field({"type": ["object", "null"]}, "null when nothing was dropped; "
+                            "else the HistoryTrimmed event: reason token_budget, "
+                            "dropped_messages, kept_turns, tokens_before (the report), "
+                            "tokens_after (the kept rows with the breadcrumb, plus the tool "
+                            "schemas, in provider units), budget (budget x token_target), "
+                            "counter \"reported_usage\", target (only when not 1)."),
+        }),
+        REPORTED_DEFAULTS,
+        "The reported-usage trim made visible (USAGE-6, SEEN-1..2)."),
+    "reported_input_tokens": _function(
+        "null",
+        {"usage": _field({"type": ["object", "null"]}, "A provider's usage report: OpenAI "
+                         "{prompt_tokens}, Anthropic {input_tokens, cache_read_input_tokens, "
+                         "cache_creation_input_tokens}, Gemini {prompt_token_count}."),
+         "model": _field({"type": ["string", "null"]}, "The model the report is for."),
+         "expected_model": _field({"type": ["string", "null"]}, "The model the history is "
+                                  "sent to.")},
+        _object({"tokens": _field({"type": ["integer", "null"]}, "The reported input tokens "
+                                  "(Anthropic's three summed), or null: absent, not an "
+                                  "integer, negative, a total of 0, or another model's.")}),
+        {"usage": None, "model": None, "expected_model": None},
+        "What a provider's usage report counts as the request's input (USAGE-5)."),
 }
 """Protocol function -> its history, arguments and result schemas, and the value of each
 argument a caller leaves out (every exported vector carries every argument)."""

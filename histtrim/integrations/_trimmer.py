@@ -582,6 +582,7 @@ class Trimmer:
             prices=(table.older, table.current),
             index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
             requests=[*table.points, len(rows)], resume=resume,
+            crumb_price=self._crumb().older,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:

@@ -18,6 +18,7 @@ from histtrim.adapters.tokenizers import exact_counter
 from histtrim.agent.providers import (
     ContextOverflowError,
     ProviderRequest,
+    RequestCounter,
     ScriptedProvider,
     ScriptExhaustedError,
 )
@@ -26,6 +27,7 @@ from histtrim.agent.tools import Tool, ToolOutput
 from histtrim.capacity import ContextCapacityExceeded
 from histtrim.carriers import to_chat_messages
 from histtrim.config import ProviderProfile, RuntimeProfile
+from histtrim.counting import Pricing
 from histtrim.estimate import ToolSchema, estimate_tool_schemas, message_costs
 from histtrim.events import EventBus, ObservedTrim
 from histtrim.messages import AssistantToolCalls, ChatMessage
@@ -81,6 +83,12 @@ class ReplaySettings(_Frozen):
         description="Measure the needed context lost at each billed request "
         "(`histtrim.review.loss`): the next reply's distinctive tokens the full request held "
         "and the sent one did not; off by default: it reads every request.",
+    )
+    provider_usage: Literal["o200k_base", "cl100k_base"] | None = Field(
+        default=None,
+        description="The provider reports each answered request's input tokens counted with "
+        "this vocabulary (each row's text plus the policy's framing, the tool schemas' text), "
+        "so the agent trims on its reported usage too (USAGE-1..6); unset: it reports none.",
     )
     record_prompts: bool = Field(
         default=False,
@@ -277,9 +285,11 @@ def replay(
     prompts: list[Prompt] = []
     measure = _LossMeter(session) if settings.measure_loss else None
     loss = ContextLoss()
+    reports = None if settings.provider_usage is None else _reports(settings)
     for number, turn in enumerate(session.turns):
         provider = ScriptedProvider(
-            turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy
+            turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy,
+            reports=reports,
         )
         agent.provider = provider
         outputs.clear()
@@ -344,6 +354,22 @@ def replay(
         prompts=tuple(prompts),
         loss=loss,
     )
+
+
+def _reports(settings: ReplaySettings) -> RequestCounter:
+    """A provider counting each request with `settings.provider_usage` (USAGE-5's source)."""
+    assert settings.provider_usage is not None
+    prices = Pricing(settings.true_policy, exact_counter(settings.provider_usage))
+    counter = exact_counter(settings.provider_usage)
+    frame = settings.true_policy.frame_tokens
+
+    def count(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        return prices.total(list(rows)) + sum(
+            counter.count_text(s.name + s.description + str(s.parameters)) + frame
+            for s in schemas
+        )
+
+    return count
 
 
 def median_max(values: Sequence[int]) -> tuple[float, int]:

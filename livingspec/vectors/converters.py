@@ -57,6 +57,22 @@ def _limit(
     return convert
 
 
+def _reported(
+    history: Any, budget_tokens: Any, reported_input_tokens: Any,
+    reported_population_estimated: Any, tool_schema_tokens: Any = 0, **kwargs: Any,
+) -> tuple[Any, dict[str, Any]]:
+    """USAGE-1..6: the reported-usage trims (a token_counter or policy is not expressible)."""
+    if kwargs.get("token_counter") is not None or "policy" in kwargs:
+        raise ValueError("not expressible")
+    target = kwargs.get("target", 1)
+    return _rows(history), {
+        "budget_tokens": budget_tokens, "reported_input_tokens": reported_input_tokens,
+        "reported_population_estimated": reported_population_estimated,
+        "tool_schema_tokens": tool_schema_tokens,
+        "crumb_present": bool(kwargs.get("crumb_present", False)), "token_target": str(target),
+    }
+
+
 def _capacity(messages: Any, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
     return _rows(messages), {
         "runtime": runtime_json(kwargs["runtime"]),
@@ -104,6 +120,11 @@ CONVERTERS: dict[str, Callable[..., tuple[Any, dict[str, Any]]]] = {
     "capacity_report": _capacity,
     "check_request": _capacity,
     "sweep_orphans": _flag("crumb_present"),
+    "trim_to_reported_budget": _reported,
+    "trim_to_reported_budget_with_crumb": _reported,
+    "reported_input_tokens": lambda usage, *, model=None, expected_model=None: (None, {
+        "usage": usage, "model": model, "expected_model": expected_model,
+    }),
     "cap_tool_result": lambda content, max_chars=DEFAULT_MAX_TOOL_RESULT_CHARS: (None, {
         "content": content, "max_chars": max_chars,
     }),

@@ -260,8 +260,58 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
                            "tool_context_requests", rows_json(rows), {"tool_context": chosen})
 
 
+def reported_usage_cases(s: ModuleType) -> Iterator[Case]:
+    """The reported-usage trim (USAGE-1..4, 6): reports below, at and over the budget, at
+    ratios of 1/2 to 3 times the estimate, with and without tool schemas and a low-water
+    mark; an estimate of 0; and each provider's usage shape (USAGE-5)."""
+    histories = draw(s.chat_histories(min_turns=2, max_turns=5, max_steps=3, carriers=False),
+                     EXAMPLES)
+    for n, g in enumerate(histories):
+        rows = rows_json(g.history)
+        total = estimate_history_tokens(g.history)
+        for ratio, schemas, target, share in (
+            ((1, 1), 0, "1", (1, 1)), ((3, 1), 0, "1", (3, 2)), ((2, 1), 20, "1", (1, 1)),
+            ((3, 2), 0, "7/10", (5, 4)), ((1, 2), 0, "1", (1, 4)), ((3, 1), 0, "1", (0, 1)),
+        ):
+            estimated = total + schemas
+            reported = estimated * ratio[0] // ratio[1]
+            budget = reported * share[1] // share[0] if share[0] else 0
+            fits = budget == 0 or reported <= budget
+            rules = ("USAGE-1",) if fits else ("USAGE-2", "USAGE-3") if schemas or n % 2 else (
+                "USAGE-4",) if target != "1" else ("USAGE-1", "USAGE-2")
+            arguments = {"budget_tokens": budget, "reported_input_tokens": reported,
+                         "reported_population_estimated": estimated,
+                         "tool_schema_tokens": schemas, "crumb_present": g.crumb,
+                         "token_target": target}
+            yield Case(f"generated:reported#{n}", rules, "trim_to_reported_budget", rows,
+                       arguments)
+            if not fits and n % 3 == 0:
+                yield Case(f"generated:reported-crumb#{n}", ("USAGE-6",),
+                           "trim_to_reported_budget_with_crumb", rows, arguments)
+        yield Case(f"generated:reported-zero#{n}", ("USAGE-1",), "trim_to_reported_budget",
+                   rows, {"budget_tokens": 1, "reported_input_tokens": total + 5,
+                          "reported_population_estimated": 0})
+    usages: list[Any] = [
+        {"prompt_tokens": 1200, "completion_tokens": 30},
+        {"input_tokens": 12, "cache_read_input_tokens": 21000,
+         "cache_creation_input_tokens": 850, "output_tokens": 9},
+        {"input_tokens": 40, "cache_read_input_tokens": None},
+        {"prompt_token_count": 812, "candidates_token_count": 3},
+        {"prompt_tokens": 0}, {"prompt_tokens": -3}, {"prompt_tokens": 12.5},
+        {"prompt_tokens": True}, {"prompt_tokens": "12"}, {"completion_tokens": 4}, {}, None,
+        {"input_tokens": 0, "cache_read_input_tokens": 0},
+        {"input_tokens": 10, "cache_read_input_tokens": -1},
+    ]
+    for n, usage in enumerate(usages):
+        yield Case(f"generated:usage#{n}", ("USAGE-5",), "reported_input_tokens", None,
+                   {"usage": usage})
+    yield Case("generated:usage-model", ("USAGE-5",), "reported_input_tokens", None,
+               {"usage": {"prompt_tokens": 900}, "model": "gpt-4o-mini",
+                "expected_model": "gpt-4o"})
+
+
 ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases,
-       held_cut_cases, tool_context_cases)
+       held_cut_cases, reported_usage_cases, tool_context_cases)
 
 
 def generated_cases() -> list[Case]:

@@ -114,7 +114,9 @@ def _tool_specs(tools: Mapping[str, Tool]) -> list[dict[str, Any]]:
 
 
 def _script(provider: Any) -> dict[str, Any] | None:
-    if not isinstance(provider, ScriptedProvider):
+    """The provider as a scenario's script, or None when the protocol cannot express it (not
+    scripted, or counting each request itself for its usage reports, `reports=`)."""
+    if not isinstance(provider, ScriptedProvider) or provider.reports is not None:
         return None
     return {
         "script": [step_json(step) for step in provider._script],

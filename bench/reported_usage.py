@@ -1,0 +1,167 @@
+"""Issue 43's table: how often the provider counts a request over the budget, and what the
+input costs with a prompt cache, when the history is kept within the budget by
+(a) the estimate alone (EST-1), (b) the reference's reported-usage trim (USAGE-1..4, with the
+estimate's), (c) LangChain's clipped usage scaling (factor in [1.0, 1.25]), (d) a real
+tokenizer (o200k_base) as the counter.
+
+Two providers (`histtrim.review.usage`):
+- simulated: o200k_base counts the exact request (each row's text + 4, the breadcrumb too),
+  over the long sessions in the repository (examples/sessions/very-long-coding-agent.jsonl and
+  the transcripts of examples/real/claude-code and mini-swe-agent); there (d) is exact;
+- recorded: the usage Claude Code and mini-swe-agent recorded at each call. An untrimmed
+  request counts what was recorded; a trimmed one is modelled as the hidden prefix (the
+  client's system prompt and tool schemas: the first call's recorded minus its estimate) plus
+  the recorded transcript part scaled by estimate(sent) / estimate(whole transcript).
+Cost: Anthropic's cache model (reads 0.1, writes 1.25) on blocks of provider tokens, relative
+to (a) on the same sessions and budget.
+
+    .venv/bin/python bench/reported_usage.py   # needs histtrim[tokenizers]; about a minute
+writes bench/results/reported_usage.csv and prints the table."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from histtrim.adapters.anthropic import from_anthropic
+from histtrim.adapters.openai import from_openai
+from histtrim.adapters.tokenizers import exact_counter
+from histtrim.counting import Pricing
+from histtrim.display.tables import text_table
+from histtrim.estimate import message_costs
+from histtrim.messages import ChatMessage
+from histtrim.policy import SPEC
+from histtrim.review.cache import ANTHROPIC
+from histtrim.review.usage import METHODS, Provider, UsageReplay, replay_usage
+from histtrim.trim import breadcrumb_message
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = ROOT / "examples" / "real"
+OUT = ROOT / "bench" / "results" / "reported_usage.csv"
+SIMULATED_BUDGETS = (16_000, 32_000, 64_000)
+RECORDED_BUDGETS = {"claude-code": (80_000, 120_000), "mini-swe-agent": (32_000, 48_000)}
+LABELS = {"estimate": "(a) estimate alone", "reported": "(b) reported usage",
+          "langchain": "(c) LangChain clipped", "tokenizer": "(d) o200k counter"}
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def sessions() -> Iterator[tuple[str, str, list[ChatMessage], list[dict[str, Any]]]]:
+    """(corpus, name, rows, the raw messages) of every long session."""
+    long = ROOT / "examples" / "sessions" / "very-long-coding-agent.jsonl"
+    rows = [ChatMessage.model_validate({k: v for k, v in r.items() if k != "kind"})
+            for r in _jsonl(long)]
+    yield "examples", long.stem, rows, []
+    for path in sorted((REAL / "claude-code").glob("*.jsonl")):
+        messages = _jsonl(path)
+        yield "claude-code", path.stem, from_anthropic(messages).rows, messages
+    for path in sorted((REAL / "mini-swe-agent").glob("*.jsonl")):
+        messages = _jsonl(path)
+        yield "mini-swe-agent", path.stem, from_openai(messages), messages
+
+
+def recorded_calls(corpus: str, messages: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """(row of the reply, recorded input) for each assistant message with usage (one row per
+    message in these files: no system rows)."""
+    calls = []
+    for i, m in enumerate(messages):
+        usage = m.get("usage") if m.get("role") == "assistant" else None
+        if not usage:
+            continue
+        if corpus == "claude-code":
+            recorded = (usage["input_tokens"] + usage["cache_read_input_tokens"]
+                        + usage["cache_creation_input_tokens"])
+        else:
+            recorded = usage["prompt_tokens"]
+        calls.append((i, recorded))
+    return calls
+
+
+def main() -> None:
+    counter = exact_counter("o200k_base")
+    pricing = Pricing(SPEC, counter)
+    crumb_real = pricing.plain(breadcrumb_message())
+    crumb_est = Pricing(SPEC).plain(breadcrumb_message())
+    results: list[dict[str, object]] = []
+
+    def add(provider: str, corpus: str, runs: list[UsageReplay]) -> None:
+        by_method: dict[str, list[UsageReplay]] = {}
+        for run in runs:
+            by_method.setdefault(run.method, []).append(run)
+        for budget in sorted({r.budget for r in runs}):
+            base = sum(r.cost(ANTHROPIC) for r in by_method["estimate"] if r.budget == budget)
+            for method in METHODS:
+                done = [r for r in by_method[method] if r.budget == budget]
+                requests = sum(r.requests for r in done)
+                over = sum(r.over for r in done)
+                avoidable = sum(r.avoidable for r in done)
+                repeats = sum(r.repeats for r in done)
+                cost = sum((r.cost(ANTHROPIC) for r in done), Fraction(0))
+                results.append({
+                    "provider": provider, "corpus": corpus, "budget": budget,
+                    "method": method, "sessions": len(done), "requests": requests,
+                    "over": over, "over_share": round(over / requests, 4) if requests else 0,
+                    "avoidable": avoidable,
+                    "avoidable_share": round(avoidable / requests, 4) if requests else 0,
+                    "repeats": repeats,
+                    "worst_excess": max((r.worst for r in done), default=0),
+                    "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
+                })
+
+    simulated: dict[str, list[UsageReplay]] = {}
+    recorded: dict[str, list[UsageReplay]] = {}
+    for corpus, _name, rows, messages in sessions():
+        est = message_costs(rows)
+        real = pricing.costs(rows)
+        provider = Provider(tuple(real), crumb_real)
+        group = "examples + real transcripts"
+        for budget in SIMULATED_BUDGETS:
+            for method in METHODS:
+                simulated.setdefault(group, []).append(replay_usage(
+                    rows, budget, method, provider, estimate_costs=est, crumb_estimate=crumb_est,
+                ))
+        if not messages:
+            continue
+        calls = recorded_calls(corpus, messages)
+        first, last = calls[0], calls[-1]
+        hidden = max(0, first[1] - sum(est[: first[0]])) if corpus == "claude-code" else 0
+        ratio = Fraction(last[1] - hidden, max(sum(est[: last[0]]), 1))
+        blocks = tuple(round(cost * ratio) for cost in est)
+        truth = Provider(blocks, round(crumb_est * ratio), hidden, tuple(calls))
+        for budget in RECORDED_BUDGETS[corpus]:
+            for method in METHODS:
+                recorded.setdefault(corpus, []).append(replay_usage(
+                    rows, budget, method, truth, estimate_costs=est, crumb_estimate=crumb_est,
+                    counter_costs=real, counter_crumb=crumb_real,
+                ))
+    for group, runs in simulated.items():
+        add("simulated o200k", group, runs)
+    for corpus, runs in recorded.items():
+        add("recorded usage", corpus, runs)
+
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    with OUT.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(results[0]))
+        writer.writeheader()
+        writer.writerows(results)
+    header = ["provider", "corpus", "budget", "method", "requests", "over budget",
+              "over, >1 turn kept", "of which repeats", "worst excess", "input cost vs (a)"]
+    table = [[str(r["provider"]), str(r["corpus"]), f"{r['budget']:,}",
+              LABELS[str(r["method"])], f"{r['requests']:,}",
+              f"{r['over']} ({100 * float(str(r['over_share'])):.1f} %)",
+              f"{r['avoidable']} ({100 * float(str(r['avoidable_share'])):.1f} %)",
+              str(r["repeats"]),
+              f"{r['worst_excess']:,}", f"{float(str(r['cost_vs_estimate'])):.3f}"]
+             for r in results]
+    print(text_table(header, table))
+    print(f"written: {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
