@@ -200,3 +200,24 @@ def test_run_1_a_resumed_held_replay_cuts_where_a_full_replay_cuts(policy: Polic
         done, expected = kept.trim(history[:end]), fresh.trim(history[:end])
         assert (done.units, done.tokens, done.events) == (
             expected.units, expected.tokens, expected.events), end
+
+
+def test_a_trim_never_reads_another_historys_state() -> None:
+    """A caller's own `priced` call between the framework's never lends its history's
+    columns or held cut to another trim."""
+    pytest.importorskip("langchain_core")
+    from histtrim.integrations.langchain import HisttrimMiddleware
+
+    a, b = langchain_turns(30, "a"), langchain_turns(30, "b")
+    kept = HisttrimMiddleware(budget_tokens=700, policy=HELD)
+    kept.priced(a)  # remembered as the last history priced, then another is trimmed
+    done = kept.trimmer.trim(b, [kept.trimmer.cache.priced(r) for r in from_rows(b)],
+                             crumb=b[0], crumb_present=False)
+    fresh = HisttrimMiddleware(budget_tokens=700, policy=HELD).trim(b)
+    assert done.rows == fresh.rows and done.tokens == fresh.tokens
+
+
+def from_rows(messages: list[Any]) -> list[ChatMessage]:
+    from histtrim.adapters.langchain import from_langchain
+
+    return from_langchain(messages)
