@@ -12,7 +12,9 @@ only moves forward: linear in the history. An edited history is simply replayed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from itertools import accumulate
 
@@ -57,38 +59,49 @@ def two_prices(
     return older, current
 
 
-def plan_held_trim(
+@dataclass(frozen=True)
+class HeldRequest:
+    """One request the history records (`rows[:end]`) as a caller passing it whole sends it:
+    the prefix, the breadcrumb when one is inserted, then the turns from `first` on."""
+
+    end: int
+    turns: int
+    """How many turns `rows[:end]` holds."""
+    first: int
+    """Its first kept turn (0: nothing is dropped)."""
+    reason: TrimReason | None
+    """The limit that last moved the cut (None: it never moved)."""
+    tokens: int
+    """The price of the rows sent, the inserted breadcrumb's included."""
+    crumb_inserted: bool
+
+
+def replay_requests(
     index: TurnIndex,
     prices: tuple[Sequence[int], Sequence[int]],
     requests: Sequence[int],
     *,
     max_turns: int | None = None,
     budget_tokens: int | None = None,
-    budget_in_force: int | None = None,
     crumb_cost: int | Callable[[], int] = 0,
     breadcrumb: bool = True,
-    counter: str | None = None,
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
-) -> VisibleTrim:
-    """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
-    `rows[:requests[k]]`), replaying its two limits at each: the turn limit keeps
-    `max(1, ceil(max_turns * turn_target))` turns once over `max(max_turns, 1)`; the budget,
-    once exceeded with more than one turn kept, moves the cut to fit
-    `budget_tokens * token_target` (the breadcrumb counted). Arguments as
-    `histtrim.visible.plan_visible_trim`, plus both prices of each row (`two_prices`).
-
-    The result describes the last request: its rows are the prefix, the breadcrumb and the
-    turns from `first` on; its one event (when anything is dropped) names the limit that last
-    moved the cut and the drop from the whole history."""
+) -> Iterator[HeldRequest]:
+    """Each of `requests` (row positions: request k is `rows[:requests[k]]`, in order) as the
+    caller trims it, in one pass over prefix sums: with a low-water mark (`holds_cut`) the
+    cut the `Agent` holds (it stays while the rows from it fit and only moves forward); with
+    the spec's targets each request trimmed just to fit, as `plan_visible_trim` trims it
+    alone (a binary search over its turns). `index` is the whole history's: a request's turns
+    are the starts before its end, its current turn its newest one (EST-2)."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     older, current = (list(accumulate(p, initial=0)) for p in prices)
-    starts, body, n = index.starts, index.body_start, index.length
+    starts, body = index.starts, index.body_start
     insert = breadcrumb and index.crumb is None
     fallback = -1 if index.crumb is None else index.crumb
+    held = turn_target < 1 or token_target < 1
     crumb: list[int] = []
-    reason: TrimReason | None = None
 
     def crumb_price() -> int:
         if not crumb:
@@ -105,20 +118,85 @@ def plan_held_trim(
         return span(0, body, opener) + added + span(index.turn_start(first), end, opener)
 
     first = turns = 0
+    reason: TrimReason | None = None
     for end in requests:
         while turns < len(starts) and starts[turns] < end:
             turns += 1
         opener = starts[turns - 1] if turns else fallback
+        if not held:
+            first, reason = 0, None
         if limit is not None and turns - first > max(limit, 1):
             first, reason = turns - low_water_turns(limit, turn_target), TrimReason.TURN_LIMIT
         if budget and turns - first > 1 and size(first, end, opener, with_crumb=first > 0) > budget:
             fit = low_water_tokens(budget, token_target) - crumb_price()
-            while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
-                first += 1
+            if held:
+                while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
+                    first += 1
+            else:  # the oldest turn from which the rest fits; the newest turn stays
+                low, high = 0, turns - 1
+                while low < high:
+                    middle = (low + high) // 2
+                    if size(middle, end, opener, with_crumb=False) <= fit:
+                        high = middle
+                    else:
+                        low = middle + 1
+                first = max(low, first)
             reason = TrimReason.TOKEN_BUDGET
-    opener = starts[-1] if starts else fallback
-    before = size(0, n, opener, with_crumb=False)
-    after = size(first, n, opener, with_crumb=first > 0)
+        yield HeldRequest(end, turns, first, reason,
+                          size(first, end, opener, with_crumb=first > 0), insert and first > 0)
+
+
+def plan_held_trim(
+    index: TurnIndex,
+    prices: tuple[Sequence[int], Sequence[int]],
+    requests: Sequence[int],
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    budget_in_force: int | None = None,
+    crumb_cost: int | Callable[[], int] = 0,
+    breadcrumb: bool = True,
+    counter: str | None = None,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
+) -> VisibleTrim:
+    """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
+    `rows[:requests[k]]`), replaying its two limits at each (`replay_requests`): the turn
+    limit keeps `max(1, ceil(max_turns * turn_target))` turns once over `max(max_turns, 1)`;
+    the budget, once exceeded with more than one turn kept, moves the cut to fit
+    `budget_tokens * token_target` (the breadcrumb counted). Arguments as
+    `histtrim.visible.plan_visible_trim`, plus both prices of each row (`two_prices`).
+
+    The result describes the last request: its rows are the prefix, the breadcrumb and the
+    turns from `first` on; its one event (when anything is dropped) names the limit that last
+    moved the cut and the drop from the whole history."""
+    budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
+    crumb: list[int] = []
+
+    def crumb_price() -> int:  # asked once, only when a breadcrumb is sent
+        if not crumb:
+            crumb.append(crumb_cost() if callable(crumb_cost) else crumb_cost)
+        return crumb[0]
+
+    replayed = deque(replay_requests(
+        index, prices, requests, max_turns=max_turns, budget_tokens=budget_tokens,
+        crumb_cost=crumb_price, breadcrumb=breadcrumb, turn_target=turn_target,
+        token_target=token_target,
+    ), maxlen=1)
+    last = replayed[0] if replayed else HeldRequest(0, 0, 0, None, 0, False)
+    first, reason, n = last.first, last.reason, index.length
+    opener = index.current_turn_after
+    older, current = prices
+
+    def plain(a: int, b: int) -> int:
+        s = min(max(a, opener + 1), b)
+        return sum(older[a:s]) + sum(current[s:b])
+
+    before = plain(0, n)
+    after = last.tokens if last.end == n else (
+        plain(0, index.body_start) + (crumb_price() if last.crumb_inserted else 0)
+        + plain(index.turn_start(first), n)
+    )
     events: tuple[HistoryTrimmed, ...] = ()
     if first > 0:
         assert reason is not None
@@ -127,7 +205,7 @@ def plan_held_trim(
         target = token_target if token else turn_target
         events = (HistoryTrimmed(
             reason=reason,
-            dropped_messages=index.turn_start(first) - body,
+            dropped_messages=index.turn_start(first) - index.body_start,
             kept_turns=index.turn_count - first,
             tokens_before=before,
             tokens_after=after,
@@ -135,7 +213,7 @@ def plan_held_trim(
             counter=counter,
             target=None if target == 1 else str(target),
         ),)
-    added = insert and first > 0
+    added = last.crumb_inserted
     crumb_tokens = (
         crumb_price() if added else 0 if index.crumb is None else prices[0][index.crumb]
     )

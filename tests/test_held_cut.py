@@ -285,3 +285,70 @@ def test_every_adapter_holds_the_same_cut() -> None:
     assert trimmer.policy == LOW
     done = trimmer.trim(list(rows), rows, crumb=breadcrumb_message(), crumb_present=False)
     assert done.rows == expected.rows
+
+
+def _held_cut_per_request(
+    rows: list[ChatMessage], arguments: dict[str, object]
+) -> dict[str, object]:
+    """The kit's `held_cut` by its definition: each request `rows[:end]` trimmed on its own by
+    `trim_records_held`, the rows sent compared as JSON (quadratic: the oracle only)."""
+    policy = Policy(token_trim_target=arguments["token_target"],
+                    turn_trim_target=arguments["turn_target"])
+    budget, limit = arguments["budget_tokens"], arguments["max_turns"]
+    assert isinstance(budget, int) and (limit is None or isinstance(limit, int))
+    body = index_turns(rows).body_start
+    requests, moves, previous = [], 0, None
+    for end in request_points(rows):
+        done = trim_records_held(rows[:end], rows[:end], budget_tokens=budget, max_turns=limit,
+                                 budget_in_force=budget, breadcrumb_record=breadcrumb_message(),
+                                 policy=policy)
+        sent = [row.model_dump_json() for row in done.rows]
+        moves += previous is not None and sent[: len(previous)] != previous
+        previous = sent
+        assert isinstance(done.result.tokens_after, int)
+        requests.append({"end": end, "cut": body + len(done.result.dropped),
+                         "breadcrumb": done.crumb_inserted, "tokens": done.result.tokens_after})
+    return {"requests": requests, "cut_moves": moves}
+
+
+@settings(max_examples=150, deadline=None)
+@given(chat_histories(max_turns=8, crumb=False), st.integers(0, 400),
+       st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from(["1", "7/10", "1/2"]),
+       st.sampled_from(["1", "1/2"]))
+def test_the_kits_one_pass_held_cut_is_each_request_trimmed_on_its_own(
+    generated: object, budget: int, limit: int | None, token_target: str, turn_target: str,
+) -> None:
+    """Issue 38 item 9: the kit's `held_cut` replays the requests in one pass; its answer is
+    the per-request definition's, with a low-water mark and with the spec's targets."""
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    arguments: dict[str, object] = {"budget_tokens": budget, "max_turns": limit,
+                                    "token_target": token_target, "turn_target": turn_target}
+    got = evaluate("held_cut", rows_json(rows), arguments)
+    assert got == {"result": _held_cut_per_request(rows, arguments)}
+
+
+def test_the_kits_held_cut_prices_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 9: `held_cut` was quadratic (every request re-priced its whole prefix:
+    4,000 rows took 5 s). It prices the history once, whatever its length."""
+    from histtrim import counting
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    priced: list[int] = []
+    real = counting.Pricing.costs
+
+    def counted(self: counting.Pricing, rows: list[ChatMessage], index: object = None) -> list[int]:
+        priced.append(len(rows))
+        return real(self, rows, index)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(counting.Pricing, "costs", counted)
+    rows = long_session(400)
+    for targets in (("1", "1"), ("7/10", "1/2")):
+        priced.clear()
+        arguments = {"budget_tokens": 3_000, "max_turns": 6, "token_target": targets[0],
+                     "turn_target": targets[1]}
+        assert "result" in evaluate("held_cut", rows_json(rows), arguments)
+        assert sum(priced) <= len(rows), (targets, len(priced), sum(priced))
