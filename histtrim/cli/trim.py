@@ -110,13 +110,15 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
-    prices = Pricing(_policy(args), token_counter(args))
+    """`--max-turns` / `--budget`, or the configured route's limits resolved under the policy
+    (`ResolvedRuntime.max_turns` and `effective_context_budget`, what the `Agent` and
+    `review` apply: a profile that sets neither takes the policy's defaults)."""
+    policy = _policy(args)
+    prices = Pricing(policy, token_counter(args))
     if args.config is None:
         return _Limits(args.max_turns, args.budget, pricing=prices)
-    runtime = load_route(args)
-    return _Limits(
-        runtime.profile.max_turns(), runtime.effective_context_budget(), runtime, prices
-    )
+    runtime = load_route(args, policy)
+    return _Limits(runtime.max_turns, runtime.effective_context_budget(), runtime, prices)
 
 
 def _crumb_record(session: Session) -> dict[str, Any]:
