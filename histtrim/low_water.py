@@ -13,16 +13,17 @@ only moves forward: linear in the history. An edited history is simply replayed 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
-from itertools import accumulate
+from itertools import islice
+from typing import NamedTuple
 
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
 from histtrim.policy import Policy, low_water_tokens, low_water_turns
+from histtrim.trim import prefix_sums
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
 
@@ -59,8 +60,7 @@ def two_prices(
     return older, current
 
 
-@dataclass(frozen=True)
-class HeldRequest:
+class HeldRequest(NamedTuple):
     """One request the history records (`rows[:end]`) as a caller passing it whole sends it:
     the prefix, the breadcrumb when one is inserted, then the turns from `first` on."""
 
@@ -79,7 +79,7 @@ class HeldRequest:
 def replay_requests(
     index: TurnIndex,
     prices: tuple[Sequence[int], Sequence[int]],
-    requests: Sequence[int],
+    requests: Iterable[int],
     *,
     max_turns: int | None = None,
     budget_tokens: int | None = None,
@@ -88,7 +88,7 @@ def replay_requests(
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
 ) -> Iterator[HeldRequest]:
-    """Each of `requests` (row positions: request k is `rows[:requests[k]]`, in order) as the
+    """Each of `requests` (row positions, ascending: request k is `rows[:requests[k]]`) as the
     caller trims it, in one pass over prefix sums: with a low-water mark (`holds_cut`) the
     cut the `Agent` holds (it stays while the rows from it fit and only moves forward); with
     the spec's targets each request trimmed just to fit, as `plan_visible_trim` trims it
@@ -96,7 +96,8 @@ def replay_requests(
     are the starts before its end, its current turn its newest one (EST-2)."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
-    older, current = (list(accumulate(p, initial=0)) for p in prices)
+    older = prefix_sums(prices[0])  # 8 bytes a row (a file's million rows)
+    current = older if prices[1] is prices[0] else prefix_sums(prices[1])
     starts, body = index.starts, index.body_start
     insert = breadcrumb and index.crumb is None
     fallback = -1 if index.crumb is None else index.crumb
@@ -117,17 +118,27 @@ def replay_requests(
         added = crumb_price() if with_crumb and insert else 0
         return span(0, body, opener) + added + span(index.turn_start(first), end, opener)
 
-    first = turns = 0
+    same = current is older  # no row priced apart in the current turn: one sum a request
+    over = None if limit is None else max(limit, 1)
+    keep = 0 if limit is None else low_water_turns(limit, turn_target)
+    count, first, turns, first_row = len(starts), 0, 0, body
     reason: TrimReason | None = None
     for end in requests:
-        while turns < len(starts) and starts[turns] < end:
+        while turns < count and starts[turns] < end:
             turns += 1
-        opener = starts[turns - 1] if turns else fallback
         if not held:
-            first, reason = 0, None
-        if limit is not None and turns - first > max(limit, 1):
-            first, reason = turns - low_water_turns(limit, turn_target), TrimReason.TURN_LIMIT
-        if budget and turns - first > 1 and size(first, end, opener, with_crumb=first > 0) > budget:
+            first, first_row, reason = 0, body, None
+        if over is not None and turns - first > over:
+            first, reason = turns - keep, TrimReason.TURN_LIMIT
+            first_row = index.turn_start(first)
+        opener = starts[turns - 1] if turns else fallback
+        if same:
+            sent = older[body] + older[end] - older[first_row]
+        else:
+            sent = span(0, body, opener) + span(first_row, end, opener)
+        if first and insert:
+            sent += crumb_price()
+        if budget and turns - first > 1 and sent > budget:
             fit = low_water_tokens(budget, token_target) - crumb_price()
             if held:
                 while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
@@ -141,15 +152,15 @@ def replay_requests(
                     else:
                         low = middle + 1
                 first = max(low, first)
-            reason = TrimReason.TOKEN_BUDGET
-        yield HeldRequest(end, turns, first, reason,
-                          size(first, end, opener, with_crumb=first > 0), insert and first > 0)
+            first_row, reason = index.turn_start(first), TrimReason.TOKEN_BUDGET
+            sent = size(first, end, opener, with_crumb=first > 0)
+        yield HeldRequest(end, turns, first, reason, sent, insert and first > 0)
 
 
 def plan_held_trim(
     index: TurnIndex,
     prices: tuple[Sequence[int], Sequence[int]],
-    requests: Sequence[int],
+    requests: Iterable[int],
     *,
     max_turns: int | None = None,
     budget_tokens: int | None = None,
@@ -190,7 +201,7 @@ def plan_held_trim(
 
     def plain(a: int, b: int) -> int:
         s = min(max(a, opener + 1), b)
-        return sum(older[a:s]) + sum(current[s:b])
+        return sum(islice(older, a, s)) + sum(islice(current, s, b))
 
     before = plain(0, n)
     after = last.tokens if last.end == n else (

@@ -106,6 +106,13 @@ class Policy(BaseModel):
         "0 < target <= 1.",
     )
 
+    def prices_like(self, other: Policy) -> bool:
+        """Whether both price rows alike (EST-1..2: bytes per token, framing, image price):
+        a file's columns, priced with the spec's, serve any policy that prices like it."""
+        return (self.bytes_per_token, self.frame_tokens, self.image_tokens) == (
+            other.bytes_per_token, other.frame_tokens, other.image_tokens
+        )
+
     @field_validator("reactive_target")
     @classmethod
     def _shrinks(cls, value: Fraction) -> Fraction:

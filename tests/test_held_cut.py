@@ -352,3 +352,78 @@ def test_the_kits_held_cut_prices_each_row_once(monkeypatch: pytest.MonkeyPatch)
                      "turn_target": targets[1]}
         assert "result" in evaluate("held_cut", rows_json(rows), arguments)
         assert sum(priced) <= len(rows), (targets, len(priced), sum(priced))
+
+
+@settings(max_examples=120, deadline=None)
+@given(chat_histories(max_turns=8, crumb=False), st.integers(0, 600),
+       st.sampled_from([None, 1, 2, 3]), st.sampled_from(["7/10", "1/2", "1"]),
+       st.sampled_from(["1/2", "1"]), st.sampled_from(["jsonl", "array"]))
+def test_the_held_cut_on_a_files_columns_is_the_held_cut_of_its_rows(
+    generated: object, budget: int, limit: int | None, token_target: str, turn_target: str,
+    layout: str,
+) -> None:
+    """Issue 38 item 6: `trim --token-target` left the fast reader (10.7x the file in
+    memory, 6x the time) for the session reader. The held cut is planned on the file's
+    columns: the same rows, tokens and events as `trim_records_held` on its rows, declared
+    attachments (priced apart in the current turn) included."""
+    from histtrim.adapters.formats import read_history
+    from histtrim.adapters.rewrite import held_trim_history, write_history
+
+    policy = Policy(token_trim_target=token_target, turn_trim_target=turn_target)
+    if not holds_cut(policy) or (budget == 0 and limit is None):
+        return
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    records = [{"kind": "chat", "role": r.role, "content": r.content} for r in rows]
+    if layout == "jsonl":
+        data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    else:
+        data = ("[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n").encode()
+    hf = read_history(data)
+    got = held_trim_history(hf, max_turns=limit, budget_tokens=budget,
+                            turn_target=policy.turn_trim_target,
+                            token_target=policy.token_trim_target)
+    held = trim_records_held(rows, rows, budget_tokens=budget, max_turns=limit,
+                             budget_in_force=budget, breadcrumb_record=breadcrumb_message(),
+                             policy=policy)
+    written = write_history(hf, got).decode()
+    lines = written.splitlines() if layout == "jsonl" else [
+        json.dumps(r) for r in json.loads(written)]
+    kept = [ChatMessage.model_validate({k: v for k, v in json.loads(line).items() if k != "kind"})
+            for line in lines]
+    assert kept == held.rows
+    assert got.tokens_after == held.result.tokens_after  # type: ignore[union-attr]
+    assert got.events == list(held.events)
+
+
+def test_cli_trim_with_a_low_water_target_stays_on_the_fast_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 6: the targets do not change a row's price, so a file keeps the fast
+    reader (its columns) under `--token-target`, `--turn-target` or a policy that changes
+    only targets and defaults; the session reader is never asked."""
+    from histtrim.cli import main
+    from histtrim.cli import trim as cli_trim
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the session reader read a file the fast reader reads")
+
+    monkeypatch.setattr(cli_trim, "read_session", refuse)
+    rows = long_session(300)
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
+    policy = tmp_path / "p.toml"
+    policy.write_text('token_trim_target = "7/10"\ndefault_max_history_turns = 30\n')
+    cases = [
+        (["--budget", "4000", "--token-target", "7/10"], 4_000, None, LOW),
+        (["--max-turns", "5", "--turn-target", "1/2"], None, 5, Policy(turn_trim_target="1/2")),
+        (["--budget", "4000", "--policy", str(policy)], 4_000, None, LOW),
+    ]
+    for flags, budget, limit, chosen in cases:
+        out = tmp_path / "out.jsonl"
+        assert main(["trim", str(source), *flags, "-o", str(out)]) == 0
+        held = trim_records_held(rows, rows, budget_tokens=budget, max_turns=limit,
+                                 breadcrumb_record=breadcrumb_message(), policy=chosen)
+        assert held.events
+        written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
+        assert written == held.rows
+    capsys.readouterr()

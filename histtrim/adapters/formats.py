@@ -81,6 +81,11 @@ class HistoryFile:
     pairing: PairingErrors = field(default_factory=PairingErrors)
     """The tool-pairing errors of the rows as read (`validate_tool_pairing`), found in the
     pricing pass: the rows are not read again to check them."""
+    replies: array[int] = field(default_factory=lambda: array("q"))
+    """Each assistant row right after a non-assistant row: where a recorded request ends
+    (`low_water.request_points`, for the held cut)."""
+    declaring: list[int] = field(default_factory=list)
+    """The rows that may declare attachments (priced apart in the current turn, EST-3)."""
 
     def __len__(self) -> int:
         return len(self.costs)
@@ -516,7 +521,8 @@ def _priced(
     opens, costs, images = hf.opens, hf.costs, hf.images
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
     pairs = PairingScan(hf.pairing.add)
-    prefix = True
+    prefix = replying = True  # no request ends at row 0
+    add_reply, add_declaring = hf.replies.append, hf.declaring.append
     sketch = row_sketch
     add_open, add_cost = opens.append, costs.append
     records = _records(hf) if lines_from is None else _line_records(hf, lines_from)
@@ -544,10 +550,12 @@ def _priced(
         if role == "user":
             if prefix:
                 hf.prefix_len, prefix = i, False
+            replying = False
             if text.startswith(TOOL_RESULTS_PREFIX):  # a carrier: no turn (TURN-3)
                 add_open(0)
                 if "[Tool attachments: " in text:
                     pending[i] = ChatMessage(role="user", content=text)
+                    add_declaring(i)
             else:  # a real user row opens a turn (TURN-2)
                 add_open(1)
                 if pending:
@@ -566,13 +574,21 @@ def _priced(
             if prefix:
                 hf.prefix_len, prefix = i, False
             add_open(0)
+            replying = False
             pairs.answer(i, link)  # type: ignore[arg-type]
             if '"attachments"' in text or "\\u" in text:  # an escaped key declares too
                 pending[i] = ChatMessage(role="tool", content=text)
+                add_declaring(i)
         else:
             if prefix and role != "system":
                 hf.prefix_len, prefix = i, False
             add_open(0)
+            if role == "assistant":
+                if not replying:
+                    add_reply(i)
+                replying = True
+            else:
+                replying = False
             if link is not None:
                 pairs.dispatch(i, link)  # type: ignore[arg-type]
             elif pairs.dispatching:

@@ -19,6 +19,7 @@ from histtrim.adapters.openai import openai_breadcrumb
 from histtrim.adapters.rewrite import (
     FileTrim,
     file_trim,
+    held_trim_history,
     trim_history,
     write_history_chunks,
 )
@@ -258,12 +259,18 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     """A row file on its columns (`adapters.rewrite`): the same cut as `_trim_rows`, written
     back in the file's own format (kept JSON Lines as their own bytes) as pieces made while
     they are written (a re-written body is never held whole beside its input)."""
+    policy = limits.policy
     try:
-        if limits.policy == SPEC:  # the spec's prices are the file's own columns
+        if policy.prices_like(SPEC) and holds_cut(policy):  # the file's columns, held
+            result = held_trim_history(
+                hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb,
+                turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+            )
+        elif policy.prices_like(SPEC):  # the spec's prices are the file's own columns
             result = trim_history(
                 hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb
             )
-        else:  # an Anthropic body (only this reader reads one) under another policy
+        else:  # an Anthropic body (only this reader reads one) under other prices
             rows = list(hf.rows())
             result = file_trim(_plan(rows, index_turns(rows, crumb_present=crumb), limits))
     except ValueError:
@@ -321,9 +328,10 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
     output: bytes | Iterator[bytes | memoryview] = data
-    # The file's columns are priced with the spec's constants: another policy takes the
-    # session reader, but for an Anthropic body, which only the file reader reads.
-    custom = _policy(args) != SPEC and (args.format or sniff(data)) != "anthropic"
+    # The file's columns are priced with the spec's constants: a policy that prices rows
+    # otherwise takes the session reader, but for an Anthropic body, which only the file
+    # reader reads (targets, turn and budget defaults leave the prices as they are).
+    custom = not _policy(args).prices_like(SPEC) and (args.format or sniff(data)) != "anthropic"
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         limits = _limits(args)
