@@ -41,15 +41,23 @@ _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 _AT = re.compile(r" at line (\d+) column (\d+)$")
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "image")
-_ASCII_ESCAPE = rb"|\\u00[4-7][0-9A-Fa-f]"
-_HINTS: tuple[tuple[re.Pattern[bytes], Format], ...] = (
-    (re.compile(rb'"kind"' + _ASCII_ESCAPE), "histtrim"),
-    (re.compile(rb'"tool_use"|"tool_result"|"image"' + _ASCII_ESCAPE), "anthropic"),
+_ASCII_ESCAPE = re.compile(rb"\\u00[4-7][0-9A-Fa-f]")
+_HINTS: tuple[tuple[tuple[bytes | re.Pattern[bytes], ...], Format], ...] = (
+    ((b'"kind"', _ASCII_ESCAPE), "histtrim"),
+    ((b'"tool_use"', b'"tool_result"', b'"image"', _ASCII_ESCAPE), "anthropic"),
 )
-"""What a record must hold to be told apart: the key or block type as written plainly, or a
-`\\u` escape of an ASCII character, which may spell one (`"tool_\\u0075se"`): such a record
-is decoded and looked at, never judged by its bytes (JSON escapes a quote inside a string,
-so a plain needle's quotes are the string's own)."""
+"""What a record must hold to be told apart: the key or block type as written plainly (JSON
+escapes a quote inside a string, so the needle's quotes are the string's own), or a `\\u`
+escape of an ASCII letter, which may spell one (`"tool_\\u0075se"`): such a record is decoded
+and looked at, never judged by its bytes. Plain needles are found with `bytes.find` (a regular
+expression of alternatives scans several times slower)."""
+
+
+def _find(data: bytes, needle: bytes | re.Pattern[bytes], start: int) -> int:
+    if isinstance(needle, bytes):
+        return data.find(needle, start)
+    found = needle.search(data, start)
+    return -1 if found is None else found.start()
 
 
 @dataclass
@@ -433,28 +441,28 @@ def _detect_lines(data: bytes, spans: array[int] | None, commas: bool = False) -
     arrays (records at `spans`), parsing only the records a byte search points at."""
     starts = spans[0::2] if spans is not None else None
     for needles, fmt in _HINTS:
-        found = needles.search(data)
-        while found is not None:
-            at = found.start()
-            if spans is None or starts is None:
-                start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
-                end = len(data) if end < 0 else end
-            else:
-                k = bisect_right(starts, at) - 1
-                if k < 0 or at >= spans[2 * k + 1]:  # between records
-                    found = needles.search(data, at + 1)
-                    continue
-                start, end = spans[2 * k], spans[2 * k + 1]
-            text = data[start:end]
-            if commas:
-                text = text.strip(b" \t\r").removesuffix(b",").rstrip(b" \t\r")
-            try:
-                record = _loads(text, None)
-            except FormatError:
-                record = None  # reported with its line by the pricing pass
-            if isinstance(record, Mapping) and _record_format(record) == fmt:
-                return fmt
-            found = needles.search(data, max(end, at + 1))
+        for needle in needles:
+            at = _find(data, needle, 0)
+            while at >= 0:
+                if spans is None or starts is None:
+                    start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+                    end = len(data) if end < 0 else end
+                else:
+                    k = bisect_right(starts, at) - 1
+                    if k < 0 or at >= spans[2 * k + 1]:  # between records
+                        at = _find(data, needle, at + 1)
+                        continue
+                    start, end = spans[2 * k], spans[2 * k + 1]
+                text = data[start:end]
+                if commas:
+                    text = text.strip(b" \t\r").removesuffix(b",").rstrip(b" \t\r")
+                try:
+                    record = _loads(text, None)
+                except FormatError:
+                    record = None  # reported with its line by the pricing pass
+                if isinstance(record, Mapping) and _record_format(record) == fmt:
+                    return fmt
+                at = _find(data, needle, max(end, at + 1))
     return "openai"
 
 
