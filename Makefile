@@ -5,7 +5,11 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 VENV := .venv
+# The venv's tools by absolute path (PATH, the recipes), always quoted in a recipe: a clone
+# may live under a folder whose name holds a space. Targets use the relative VENV_PYTHON,
+# since make splits a target's name at spaces.
 BIN := $(CURDIR)/$(VENV)/bin
+VENV_PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 
@@ -28,67 +32,67 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: install test lint typecheck pytest spec lite site-test notebooks lab bench clean distclean vectors regenerate
 
-$(BIN)/python:
+$(VENV_PYTHON):
 	$(PYTHON) -m venv $(VENV)
 
 # Re-install when pyproject.toml or the pinned toolchain changes (or when the package first
 # appears). constraints.txt pins every tool the notebooks, tests and site use, so committed
 # outputs (pydantic's error texts, nbval, the site) stay byte-stable.
-$(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(BIN)/python
+$(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(VENV_PYTHON)
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
-	@$(BIN)/python -m pip install -qq -U pip
-	@$(BIN)/python -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents,lite]"
-	@$(BIN)/python -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
+	@"$(BIN)/python" -m pip install -qq -U pip
+	@"$(BIN)/python" -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents,lite]"
+	@"$(BIN)/python" -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 
 install: $(INSTALLED)
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check histtrim livingspec tests bench tools docs conformance conftest.py
+	"$(BIN)/ruff" check histtrim livingspec tests bench tools docs conformance conftest.py
 
 typecheck: $(INSTALLED)
-	$(BIN)/mypy histtrim livingspec conformance/example/shim.py
+	"$(BIN)/mypy" histtrim livingspec conformance/example/shim.py
 
 # Unit/property tests and strict nbval of every notebook, in one run.
 # --dist loadscope keeps each notebook in a single kernel. The outcome (counts, commit) goes
 # to build/test-status.json for the site's landing page, whether the run passed or not.
 pytest: $(INSTALLED)
 	@mkdir -p build
-	rc=0; $(BIN)/pytest -n 2 --dist loadscope --hypothesis-profile=ci $(PYTEST_NBVAL) \
+	rc=0; "$(BIN)/pytest" -n 2 --dist loadscope --hypothesis-profile=ci $(PYTEST_NBVAL) \
 		--junitxml=build/pytest-junit.xml --ignore=tests/site tests notebooks || rc=$$?; \
-	$(BIN)/python tools/test_status.py build/pytest-junit.xml $$rc; exit $$rc
+	"$(BIN)/python" tools/test_status.py build/pytest-junit.xml $$rc; exit $$rc
 
 # The site built with warnings as errors, then checked: anchors, links, and a real browser.
 site-test: spec
-	$(BIN)/pytest -q tests/site
+	"$(BIN)/pytest" -q tests/site
 
 test: lint typecheck pytest site-test
 
 # Re-export the committed conformance vectors from the notebooks, the test strategies and the
 # hostile rows, with histtrim's answers (tests/test_conformance.py checks they are fresh).
 vectors: $(INSTALLED)
-	$(BIN)/python -m livingspec.vectors export conformance/vectors
+	"$(BIN)/python" -m livingspec.vectors export conformance/vectors
 
 # The living spec site (Sphinx + MyST-NB + sphinx-book-theme) from the committed notebook
 # outputs, nothing executed: quiet, one line per chapter, warnings are errors -> build/spec/.
 # Then the in-browser spec into build/spec/lite/ (`make lite`), which the site links to.
 spec: $(INSTALLED)
-	@$(BIN)/python tools/build_site.py
-	@$(BIN)/python tools/build_lite.py
+	@"$(BIN)/python" tools/build_site.py
+	@"$(BIN)/python" tools/build_lite.py
 
 # The in-browser spec alone (JupyterLite + Pyodide, offline: npm and PyPI, pinned) ->
 # build/spec/lite/; lite/chapters.json says which chapters run there and why not the others.
 lite: $(INSTALLED)
-	@$(BIN)/python tools/build_lite.py
+	@"$(BIN)/python" tools/build_lite.py
 
 # Regenerate committed outputs in place (idempotent: `git diff --exit-code notebooks/` afterwards).
 notebooks: $(INSTALLED)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace $(NB)
+	"$(BIN)/jupyter" nbconvert --to notebook --execute --inplace $(NB)
 	# A kernel may split one print into two stream outputs under load: merge them.
-	$(BIN)/jupyter nbconvert --to notebook --coalesce-streams --inplace $(NB)
+	"$(BIN)/jupyter" nbconvert --to notebook --coalesce-streams --inplace $(NB)
 	# Outputs and counts stay; language_info (version included) stays too, exactly as
 	# JupyterLab writes it, so opening a notebook in Lab does not mark it modified.
-	$(BIN)/nbstripout --keep-output --keep-count $(NB)
+	"$(BIN)/nbstripout" --keep-output --keep-count $(NB)
 
 # `make nb/01_turns` == `make notebooks NB=notebooks/01_turns.ipynb`
 nb/%: $(INSTALLED)
@@ -101,16 +105,16 @@ regenerate: notebooks vectors
 
 # Headless: prints the URL (with its token) to open; works as root; LAB_ARGS for more.
 lab: $(INSTALLED)
-	$(BIN)/jupyter lab --no-browser $(ROOT_FLAG) $(LAB_ARGS) notebooks/
+	"$(BIN)/jupyter" lab --no-browser $(ROOT_FLAG) $(LAB_ARGS) notebooks/
 
 $(BENCH_INSTALLED): pyproject.toml $(INSTALLED)
-	$(BIN)/python -m pip install -e ".[bench]"
+	"$(BIN)/python" -m pip install -e ".[bench]"
 	touch $@
 
 # Both benchmarks (see bench/README.md): a few minutes, then about 10 for compare.py.
 bench: $(INSTALLED) $(BENCH_INSTALLED)
-	$(BIN)/python bench/trim_scaling.py
-	$(BIN)/python bench/compare.py
+	"$(BIN)/python" bench/trim_scaling.py
+	"$(BIN)/python" bench/compare.py
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -14,7 +14,8 @@ count. The baseline and the tasks of a case run in turn within one run (the best
 
 Goals (issue 32): `histtrim trim` (pairing warnings on, a budget of about half the file) and
 `histtrim estimate` at most 2x the time of the baseline (2.5x for the Anthropic body), and
-every task's peak RSS at most 3x the file.
+every task's peak RSS at most 3x the file. The same trim with a low-water target
+(`--token-target 7/10`, the cut the Agent holds) has the same goals (issue 38 item 6).
 
 Run: `python bench/cli_scaling.py` (`--rows 100000` for a short run, `--case openai-jsonl`
 for one case, `--write-csv` to write `results/cli_scaling.csv` and its `.meta.json`).
@@ -191,6 +192,9 @@ def commands(source: Path, output: Path, budget: int) -> dict[str, list[str]]:
         "json.loads per line (baseline)": [*me, "json", str(source)],
         "histtrim trim": [*cli, "trim", str(source), "--budget", str(budget),
                           "-o", str(output)],
+        "histtrim trim --token-target 7/10": [*cli, "trim", str(source), "--budget",
+                                              str(budget), "--token-target", "7/10",
+                                              "-o", str(output)],
         "histtrim estimate": [*cli, "estimate", str(source)],
         "library trim (read, trim, write)": [*me, "library-trim", str(source), str(output)],
     }

@@ -3,8 +3,11 @@
 A write replaces a regular file in one step (a temporary file beside it, flushed and fsynced,
 then `os.replace`): readers see the old file or the new one, never half of either, and a
 failure leaves the original untouched and no temporary behind. What is not a regular file (a
-character device such as `/dev/null`, a FIFO, `/dev/stdout` into a pipe) is never replaced:
-it is written to directly. A directory, or a symlink loop, is an `OSError` naming why."""
+character device such as `/dev/null`, a FIFO) is never replaced: it is written to directly.
+A name for a descriptor this process holds open (`/dev/stdout`, `/dev/fd/N`,
+`/proc/self/fd/N`) is written through that descriptor, at its offset, whatever it leads to:
+`-o /dev/stdout >> log` appends to `log` as the shell asked, never replaces or truncates it.
+A directory, or a symlink loop, is an `OSError` naming why."""
 
 from __future__ import annotations
 
@@ -12,7 +15,9 @@ import contextlib
 import errno
 import json
 import os
+import re
 import stat
+import sys
 import tempfile
 import tomllib
 from collections.abc import Iterable
@@ -34,6 +39,10 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview]) -> 
         chunks: Iterable[bytes | memoryview] = data
     else:
         chunks = (data,)
+    descriptor = open_descriptor(path)
+    if descriptor is not None:
+        _write_through(descriptor, data if isinstance(data, bytes) else b"".join(chunks))
+        return
     try:
         existing: os.stat_result | None = os.stat(path)  # follows symlinks (a loop: ELOOP)
     except FileNotFoundError:
@@ -67,6 +76,44 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes | memoryview]) -> 
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+_DESCRIPTOR_LINK = re.compile(r"/(?:dev/fd|proc/self/fd|proc/(\d+)/fd)/(\d+)")
+_MAX_LINKS = 40
+
+
+def open_descriptor(path: str | Path) -> int | None:
+    """The descriptor `path` names when it is one this process holds open (`/dev/stdout`,
+    `/dev/fd/N`, `/proc/self/fd/N`, or a link to one), else None. Links are followed one at a
+    time (at most 40), so the answer comes before the kernel's link to the file behind."""
+    current = os.path.abspath(path)
+    for _ in range(_MAX_LINKS):
+        try:
+            folder = os.path.realpath(os.path.dirname(current), strict=True)
+        except OSError:
+            return None
+        current = os.path.join(folder, os.path.basename(current))
+        found = _DESCRIPTOR_LINK.fullmatch(current)
+        if found is not None and found.group(1) in (None, str(os.getpid())):
+            return int(found.group(2))
+        try:
+            link = os.readlink(current)
+        except OSError:
+            return None  # not a link: an ordinary path
+        current = os.path.normpath(os.path.join(folder, link))
+    return None
+
+
+def _write_through(descriptor: int, whole: bytes) -> None:
+    """All of `whole` through an open descriptor, at its own offset (an append-mode one
+    appends); Python's own buffered streams go first so the order is kept."""
+    os.fstat(descriptor)  # a descriptor that is not open: EBADF, naming why
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    view = memoryview(whole)
+    while view:
+        view = view[os.write(descriptor, view):]
 
 
 def _keep_owner(temp: str, existing: os.stat_result) -> None:

@@ -12,16 +12,19 @@ only moves forward: linear in the history. An edited history is simply replayed 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import accumulate
+from itertools import islice
+from typing import NamedTuple
 
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
 from histtrim.policy import Policy, low_water_tokens, low_water_turns
+from histtrim.trim import prefix_sums
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
 
@@ -70,41 +73,52 @@ def two_prices(
     return older, current
 
 
-def plan_held_trim(
+class HeldRequest(NamedTuple):
+    """One request the history records (`rows[:end]`) as a caller passing it whole sends it:
+    the prefix, the breadcrumb when one is inserted, then the turns from `first` on."""
+
+    end: int
+    turns: int
+    """How many turns `rows[:end]` holds."""
+    first: int
+    """Its first kept turn (0: nothing is dropped)."""
+    reason: TrimReason | None
+    """The limit that last moved the cut (None: it never moved)."""
+    tokens: int
+    """The price of the rows sent, the inserted breadcrumb's included."""
+    crumb_inserted: bool
+
+
+def replay_requests(
     index: TurnIndex,
     prices: tuple[Sequence[int], Sequence[int]],
-    requests: Sequence[int],
+    requests: Iterable[int],
     *,
     max_turns: int | None = None,
     budget_tokens: int | None = None,
-    budget_in_force: int | None = None,
     crumb_cost: int | Callable[[], int] = 0,
     breadcrumb: bool = True,
-    counter: str | None = None,
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
-    resume: Replay | None = None,
-) -> VisibleTrim:
-    """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
-    `rows[:requests[k]]`), replaying its two limits at each: the turn limit keeps
-    `max(1, ceil(max_turns * turn_target))` turns once over `max(max_turns, 1)`; the budget,
-    once exceeded with more than one turn kept, moves the cut to fit
-    `budget_tokens * token_target` (the breadcrumb counted). Arguments as
-    `histtrim.visible.plan_visible_trim`, plus both prices of each row (`two_prices`).
-
-    The result describes the last request: its rows are the prefix, the breadcrumb and the
-    turns from `first` on; its one event (when anything is dropped) names the limit that last
-    moved the cut and the drop from the whole history. Its `replay` is the state before the
-    last request: a caller whose next history extends these rows (same prices, limits and
-    breadcrumb flag) passes it as `resume`, and only the requests after it are replayed."""
+    start: Replay | None = None,
+) -> Iterator[HeldRequest]:
+    """Each of `requests` (row positions, ascending: request k is `rows[:requests[k]]`) as the
+    caller trims it, in one pass over prefix sums: with a low-water mark (`holds_cut`) the
+    cut the `Agent` holds (it stays while the rows from it fit and only moves forward); with
+    the spec's targets each request trimmed just to fit, as `plan_visible_trim` trims it
+    alone (a binary search over its turns). `index` is the whole history's: a request's turns
+    are the starts before its end, its current turn its newest one (EST-2). `start` resumes a
+    replay where it stood (`Replay`: its cut, turns and reason); `requests` are then the ones
+    after its last."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
-    older, current = (list(accumulate(p, initial=0)) for p in prices)
-    starts, body, n = index.starts, index.body_start, index.length
+    older = prefix_sums(prices[0])  # 8 bytes a row (a file's million rows)
+    current = older if prices[1] is prices[0] else prefix_sums(prices[1])
+    starts, body = index.starts, index.body_start
     insert = breadcrumb and index.crumb is None
     fallback = -1 if index.crumb is None else index.crumb
+    held = turn_target < 1 or token_target < 1
     crumb: list[int] = []
-    reason: TrimReason | None = None
 
     def crumb_price() -> int:
         if not crumb:
@@ -120,28 +134,115 @@ def plan_held_trim(
         added = crumb_price() if with_crumb and insert else 0
         return span(0, body, opener) + added + span(index.turn_start(first), end, opener)
 
-    first = turns = done = 0
-    if resume is not None and resume.requests < len(requests) and (
-            resume.requests == 0 or requests[resume.requests - 1] == resume.end):
-        done, first, turns, reason = resume.requests, resume.first, resume.turns, resume.reason
-    replay: Replay | None = None
-    for k in range(done, len(requests)):
-        end = requests[k]
-        if k == len(requests) - 1:
-            replay = Replay(k, requests[k - 1] if k else 0, first, turns, reason)
-        while turns < len(starts) and starts[turns] < end:
+    same = current is older  # no row priced apart in the current turn: one sum a request
+    over = None if limit is None else max(limit, 1)
+    keep = 0 if limit is None else low_water_turns(limit, turn_target)
+    count, first, turns = len(starts), 0, 0
+    reason: TrimReason | None = None
+    if start is not None:
+        first, turns, reason = start.first, start.turns, start.reason
+    first_row = index.turn_start(first) if first else body
+    for end in requests:
+        while turns < count and starts[turns] < end:
             turns += 1
+        if not held:
+            first, first_row, reason = 0, body, None
+        if over is not None and turns - first > over:
+            first, reason = turns - keep, TrimReason.TURN_LIMIT
+            first_row = index.turn_start(first)
         opener = starts[turns - 1] if turns else fallback
-        if limit is not None and turns - first > max(limit, 1):
-            first, reason = turns - low_water_turns(limit, turn_target), TrimReason.TURN_LIMIT
-        if budget and turns - first > 1 and size(first, end, opener, with_crumb=first > 0) > budget:
+        if same:
+            sent = older[body] + older[end] - older[first_row]
+        else:
+            sent = span(0, body, opener) + span(first_row, end, opener)
+        if first and insert:
+            sent += crumb_price()
+        if budget and turns - first > 1 and sent > budget:
             fit = low_water_tokens(budget, token_target) - crumb_price()
-            while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
-                first += 1
-            reason = TrimReason.TOKEN_BUDGET
-    opener = starts[-1] if starts else fallback
-    before = size(0, n, opener, with_crumb=False)
-    after = size(first, n, opener, with_crumb=first > 0)
+            if held:
+                while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
+                    first += 1
+            else:  # the oldest turn from which the rest fits; the newest turn stays
+                low, high = 0, turns - 1
+                while low < high:
+                    middle = (low + high) // 2
+                    if size(middle, end, opener, with_crumb=False) <= fit:
+                        high = middle
+                    else:
+                        low = middle + 1
+                first = max(low, first)
+            first_row, reason = index.turn_start(first), TrimReason.TOKEN_BUDGET
+            sent = size(first, end, opener, with_crumb=first > 0)
+        yield HeldRequest(end, turns, first, reason, sent, insert and first > 0)
+
+
+def plan_held_trim(
+    index: TurnIndex,
+    prices: tuple[Sequence[int], Sequence[int]],
+    requests: Iterable[int],
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    budget_in_force: int | None = None,
+    crumb_cost: int | Callable[[], int] = 0,
+    breadcrumb: bool = True,
+    counter: str | None = None,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
+    resume: Replay | None = None,
+) -> VisibleTrim:
+    """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
+    `rows[:requests[k]]`), replaying its two limits at each (`replay_requests`): the turn
+    limit keeps `max(1, ceil(max_turns * turn_target))` turns once over `max(max_turns, 1)`;
+    the budget, once exceeded with more than one turn kept, moves the cut to fit
+    `budget_tokens * token_target` (the breadcrumb counted). Arguments as
+    `histtrim.visible.plan_visible_trim`, plus both prices of each row (`two_prices`).
+
+    The result describes the last request: its rows are the prefix, the breadcrumb and the
+    turns from `first` on; its one event (when anything is dropped) names the limit that last
+    moved the cut and the drop from the whole history. Its `replay` is the state before the
+    last request: a caller whose next history extends these rows (same prices, limits and
+    breadcrumb flag) passes it as `resume`, and only the requests after it are replayed."""
+    budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
+    start: Replay | None = None
+    if resume is not None:
+        points = requests if isinstance(requests, Sequence) else list(requests)
+        done = resume.requests
+        if done < len(points) and (done == 0 or points[done - 1] == resume.end):
+            start, points = resume, points[done:]
+        requests = points
+    crumb: list[int] = []
+
+    def crumb_price() -> int:  # asked once, only when a breadcrumb is sent
+        if not crumb:
+            crumb.append(crumb_cost() if callable(crumb_cost) else crumb_cost)
+        return crumb[0]
+
+    replayed = deque(enumerate(replay_requests(
+        index, prices, requests, max_turns=max_turns, budget_tokens=budget_tokens,
+        crumb_cost=crumb_price, breadcrumb=breadcrumb, turn_target=turn_target,
+        token_target=token_target, start=start,
+    ), 1 if start is None else start.requests + 1), maxlen=2)
+    replay: Replay | None = None
+    if len(replayed) == 2:  # the state after the request before the last
+        k, previous = replayed[0]
+        replay = Replay(k, previous.end, previous.first, previous.turns, previous.reason)
+    elif replayed:
+        replay = Replay(0, 0, 0, 0, None) if start is None else start
+    last = replayed[-1][1] if replayed else HeldRequest(0, 0, 0, None, 0, False)
+    first, reason, n = last.first, last.reason, index.length
+    opener = index.current_turn_after
+    older, current = prices
+
+    def plain(a: int, b: int) -> int:
+        s = min(max(a, opener + 1), b)
+        return sum(islice(older, a, s)) + sum(islice(current, s, b))
+
+    before = plain(0, n)
+    after = last.tokens if last.end == n else (
+        plain(0, index.body_start) + (crumb_price() if last.crumb_inserted else 0)
+        + plain(index.turn_start(first), n)
+    )
     events: tuple[HistoryTrimmed, ...] = ()
     if first > 0:
         assert reason is not None
@@ -150,7 +251,7 @@ def plan_held_trim(
         target = token_target if token else turn_target
         events = (HistoryTrimmed(
             reason=reason,
-            dropped_messages=index.turn_start(first) - body,
+            dropped_messages=index.turn_start(first) - index.body_start,
             kept_turns=index.turn_count - first,
             tokens_before=before,
             tokens_after=after,
@@ -158,7 +259,7 @@ def plan_held_trim(
             counter=counter,
             target=None if target == 1 else str(target),
         ),)
-    added = insert and first > 0
+    added = last.crumb_inserted
     crumb_tokens = (
         crumb_price() if added else 0 if index.crumb is None else prices[0][index.crumb]
     )

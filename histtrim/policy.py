@@ -171,6 +171,13 @@ class Policy(BaseModel):
         "Spanish spec): what each request keeps of older tool context; off by default.",
     )
 
+    def prices_like(self, other: Policy) -> bool:
+        """Whether both price rows alike (EST-1..2: bytes per token, framing, image price):
+        a file's columns, priced with the spec's, serve any policy that prices like it."""
+        return (self.bytes_per_token, self.frame_tokens, self.image_tokens) == (
+            other.bytes_per_token, other.frame_tokens, other.image_tokens
+        )
+
     @field_validator("reactive_target")
     @classmethod
     def _shrinks(cls, value: Fraction) -> Fraction:

@@ -571,3 +571,34 @@ def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
     assert done.stdout == '{"kind": "'
     assert "Traceback" not in done.stderr
+
+
+def test_trim_config_with_a_policy_applies_its_turn_limit_and_fallback_budget_as_review(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 38 item 12: under `--config --policy` the summary listed the policy's
+    `default_max_history_turns` and `fallback_context_tokens` as applied, but the trim used
+    the spec's (50 turns, 32,000 tokens). A profile that sets neither takes the policy's, as
+    `review` resolves them for the agent it replays."""
+    from histtrim import AgentConfig, Policy, select_route
+    from histtrim.review.replay import ReplaySettings
+
+    document = {"providers": {"p": {"model": "m"}}, "runtimes": {"r": {}},
+                "agents": {"a": {"provider": "p", "runtime": "r"}}}
+    config = write(tmp_path / "a.json", json.dumps(document))
+    policy_text = "default_max_history_turns = 3\nfallback_context_tokens = 300\n"
+    policy_file = write(tmp_path / "p.toml", policy_text)
+    policy = Policy(default_max_history_turns=3, fallback_context_tokens=300)
+    route = select_route(AgentConfig.model_validate(document), "a")
+    review = ReplaySettings(profile=route.profile, provider=route.provider,
+                            selected_model=route.model).runtime(policy)
+    assert (review.max_turns, review.effective_context_budget()) == (3, 300)
+
+    code, out, err = run(capsys, "trim", EXAMPLE, "--config", config, "--agent", "a",
+                         "--policy", policy_file)
+    assert code == 0
+    first, second = events(err)
+    assert (first["reason"], first["kept_turns"], first["budget"]) == ("turn_limit", 3, 300)
+    assert (second["reason"], second["budget"]) == ("token_budget", 300)
+    assert second["tokens_after"] == estimate_history_tokens(from_openai(json.loads(out)))
+    assert "budget 300, max turns 3" in err

@@ -218,14 +218,34 @@ def test_nan_values_are_refused_in_every_format_and_nan_text_is_kept(
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.parametrize(("number", "shown"), [
+    ("1e400", "1e400"),
+    ("-1E+999", "-1E+999"),
+    # issue 38 item 5: no exponent, 310 digits before the point: it was written as Infinity
+    ("1" + "0" * 309 + ".0", "100000000000...0000000000.0 (312 characters)"),
+    ("-" + "9" * 400 + ".25", "-99999999999...999999999.25 (404 characters)"),
+])
+@pytest.mark.parametrize("where", ["max_tokens", "pretty record", "record a line"])
 def test_an_anthropic_number_past_a_double_is_refused_not_written_as_infinity(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, number: str, shown: str, where: str
 ) -> None:
+    """A number past a double's range in an Anthropic body, which is written again: refused
+    in one line (the strict reader), never written back as `Infinity`; in the body's head,
+    in a pretty-printed record and in the one-message-a-line layout."""
     path = tmp_path / "body.json"
     data = write(path, "anthropic", anthropic_turns(2)).decode()
-    path.write_text(data.replace('"max_tokens": 512', '"max_tokens": 1e400'), encoding="utf-8")
+    if where == "max_tokens":
+        data = data.replace('"max_tokens": 512', f'"max_tokens": {number}')
+    elif where == "pretty record":
+        data = data.replace('"q": 1\n', f'"q": {number}\n')
+    else:
+        records = [m for turn in anthropic_turns(2) for m in turn]
+        data = '{"system": "s", "messages": [\n' + ",\n".join(
+            json.dumps(m) for m in records).replace('"q": 1}', f'"q": {number}}}') + "\n]}\n"
+    assert number in data
+    path.write_text(data, encoding="utf-8")
     code, out, err = run(capsys, "trim", path, "--max-turns", 1)
-    assert code == 2 and "1e400" in err and err.count("\n") == 1, err
+    assert code == 2 and shown in err and err.count("\n") == 1, err
     assert "Infinity" not in out
 
 

@@ -1,30 +1,39 @@
-"""The vectors folder is the whole contract (issue 33 §2-§3): one rule for arguments
-(exactly the function's, no defaults) that `serve` follows, `tool_name` answered only when it
+"""The vectors folder is the whole contract (issue 33 §2-§3, issue 38): one rule for arguments
+that `serve` follows (an argument with a declared default may be left out and takes it; any
+other missing argument, or an unknown one, is invalid_input), `tool_name` answered only when it
 is a string, and every normative rule the vectors rely on stated in the folder's README."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from histtrim.conformance.schema import FUNCTIONS as SCHEMAS
 from histtrim.conformance.serve import answer
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "conformance" / "vectors" / "README.md").read_text(encoding="utf-8")
+VECTORS = ROOT / "conformance" / "vectors"
+README = (VECTORS / "README.md").read_text(encoding="utf-8")
 TRIM = {"max_turns": 1, "has_leading_breadcrumb": False}
 HISTORY = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
 
 
+def reply(function: str, history: object, arguments: dict[str, object]) -> dict[str, object]:
+    return answer({"id": "x", "function": function, "history": history,
+                   "arguments": arguments})
+
+
 def kind(function: str, history: object, arguments: dict[str, object]) -> str | None:
-    reply = answer({"id": "x", "function": function, "history": history,
-                    "arguments": arguments})
-    return reply["error"]["kind"] if "error" in reply else None
+    got = reply(function, history, arguments)
+    error = got.get("error")
+    return error["kind"] if isinstance(error, dict) else None
 
 
 @pytest.mark.parametrize("arguments", [
-    {"max_turns": 1},
-    {"has_leading_breadcrumb": False},
+    {"has_leading_breadcrumb": False},  # max_turns has no default
+    {},
     {**TRIM, "crumb_present": False},
     {**TRIM, "extra": 1},
 ])
@@ -36,6 +45,28 @@ def test_serve_answers_a_request_with_exactly_its_arguments() -> None:
     assert kind("trim_to_recent_turn_count", HISTORY, TRIM) is None
     assert kind("estimate_history_tokens", HISTORY, {}) is None
     assert kind("estimate_history_tokens", HISTORY, {"crumb_present": False}) == "invalid_input"
+
+
+@pytest.mark.parametrize("function", [n for n, s in SCHEMAS.items() if s["defaults"]])
+def test_an_argument_left_out_takes_its_declared_default(function: str) -> None:
+    """A committed vector of the function, sent without the arguments that hold their
+    default, gets the answer it gets with them written out; the schema requires just the
+    arguments without a default."""
+    spec = SCHEMAS[function]
+    properties = spec["arguments"]["properties"]
+    assert spec["arguments"]["required"] == [a for a in properties if a not in spec["defaults"]]
+    vectors = [v for path in sorted(VECTORS.glob("[A-Z]*.json"))
+               for v in json.loads(path.read_text("utf-8"))["vectors"]
+               if v["function"] == function]
+    sent = 0
+    for vector in vectors:
+        bare = {a: v for a, v in vector["arguments"].items()
+                if a not in spec["defaults"] or v != spec["defaults"][a]}
+        if bare != vector["arguments"] and sent < 3:
+            sent += 1
+            assert reply(function, vector["history"], bare) == reply(
+                function, vector["history"], vector["arguments"])
+    assert sent, f"no vector of {function} uses a default"
 
 
 def test_a_result_sent_without_tool_name_is_answered_without_it() -> None:
@@ -53,9 +84,17 @@ def test_a_result_sent_without_tool_name_is_answered_without_it() -> None:
                        {"tool_call_id": "c1", "content": "ok", "tool_name": "read"}]
 
 
-def test_the_readme_gives_no_argument_a_default() -> None:
-    assert "Default:" not in README
-    assert "none has a default" in README
+def test_the_readme_states_the_one_rule_and_each_default() -> None:
+    rule = "may leave out an\nargument marked (optional) below: it takes the default shown"
+    assert rule in README
+    for name, spec in SCHEMAS.items():
+        section = README.split(f"### `{name}`\n", 1)[1].split("\n### ", 1)[0]
+        for argument, default in spec["defaults"].items():
+            line = next(x for x in section.splitlines() if f"argument `{argument}`" in x)
+            assert f"`{argument}` (optional)" in line
+            assert f"Default: `{json.dumps(default, separators=(',', ':'))}`." in line
+        for argument in spec["arguments"]["required"]:
+            assert f"argument `{argument}`:" in section
 
 
 @pytest.mark.parametrize("rule", [

@@ -199,3 +199,41 @@ def test_chunks_for_a_fifo_are_all_made_before_it_is_written(tmp_path: Path) -> 
     with pytest.raises(ValueError, match="cannot be made"):
         write_atomically(fifo, failing())  # no reader: opening the FIFO would block
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+@pytest.mark.parametrize("name", ["/dev/fd/{}", "/proc/self/fd/{}", "/proc/{pid}/fd/{}"])
+def test_a_name_for_an_open_descriptor_is_written_through_it(tmp_path: Path, name: str) -> None:
+    """Issue 38 item 8: a descriptor's name leads the kernel to the file behind it; replacing
+    that file lost what the shell's `>> log` held. The write goes through the descriptor: an
+    append-mode one appends, the file stays the same file."""
+    log = tmp_path / "log"
+    log.write_bytes(b"earlier\n")
+    inode = log.stat().st_ino
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        write_atomically(Path(name.format(fd, pid=os.getpid())), iter([b"[1", b"]\n"]))
+    finally:
+        os.close(fd)
+    assert log.read_bytes() == b"earlier\n[1]\n"
+    assert log.stat().st_ino == inode
+    assert [p.name for p in tmp_path.iterdir()] == ["log"]  # no temporary left
+
+
+def test_output_to_dev_stdout_appended_to_a_log_keeps_it(tmp_path: Path) -> None:
+    """Issue 38 item 8: `-o /dev/stdout >> log 2>&1` keeps the log's earlier lines, and the
+    output and the summary line both reach it."""
+    session = tmp_path / "s.json"
+    session.write_text('[{"role": "user", "content": "hi"}]')
+    log = tmp_path / "log"
+    log.write_bytes(b"earlier\n")
+    with log.open("ab") as sink:
+        done = subprocess.run(
+            [sys.executable, "-m", "histtrim.cli", "trim", str(session), "--max-turns", "5",
+             "-o", "/dev/stdout"],
+            stdout=sink, stderr=subprocess.STDOUT, timeout=60, check=False,
+        )
+    assert done.returncode == 0
+    text = log.read_bytes()
+    assert text.startswith(b"earlier\n" + session.read_bytes())
+    assert b"nothing to trim" in text

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from histtrim import ChatMessage, estimate_history_tokens, index_turns, message_costs
 from histtrim.adapters import trim_records
 from histtrim.adapters.anthropic import from_anthropic, trim_anthropic
-from histtrim.adapters.formats import detect_format, read_history
+from histtrim.adapters.formats import detect_format, read_history, sniff_format
 from histtrim.adapters.openai import openai_breadcrumb, to_openai
 from histtrim.adapters.records import FormatError
 from histtrim.adapters.rewrite import trim_history, turn_table, write_history
@@ -234,6 +234,41 @@ def test_detection_looks_at_every_record_not_text() -> None:
         assert read_history(encode(rows, layout)).format == "histtrim"
         assert read_history(encode(text, layout)).format == "openai"
         assert read_history(encode(late, layout)).format == "anthropic"
+
+
+def _escaped(data: bytes) -> bytes:
+    """Every key and block type that tells a format apart, written with a JSON `\\u` escape
+    (the same document to any JSON reader)."""
+    for word in (b"kind", b"tool_use", b"tool_result", b"image"):
+        data = data.replace(b'"' + word + b'"', b'"' + word[:-1] + b"\\u%04x" % word[-1] + b'"')
+    return data
+
+
+@pytest.mark.parametrize("layout", ["jsonl", "array", "body", "lines"])
+def test_an_escaped_key_or_block_type_is_decoded_not_grepped(layout: str) -> None:
+    """Issue 38 item 13: `"tool_\\u0075se"` is `"tool_use"` to JSON, but detection searched
+    the bytes: a valid Anthropic file was read as OpenAI and refused (exit 2). Records
+    that may spell a needle with an escape are decoded, in every layout."""
+    anthropic = [{"role": "user", "content": "go"},
+                 {"role": "assistant", "content": [
+                     {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]},
+                 {"role": "user", "content": [
+                     {"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}]
+    histtrim_rows = [{"role": "user", "content": "a"},
+                     {"kind": "chat", "role": "assistant", "content": "b"}]
+    plain_escapes = [{"role": "user", "content": "caf\u00e9 <b> \u2028"},
+                     {"role": "assistant", "content": "\\u0075 is not an escape here"}]
+    for records, expected in ((anthropic, "anthropic"), (histtrim_rows, "histtrim"),
+                              (plain_escapes, "openai")):
+        if layout == "lines":  # an array of one record a line
+            data = b"[\n" + b",\n".join(json.dumps(r).encode() for r in records) + b"\n]\n"
+        else:
+            data = encode(records, layout)
+        hidden = _escaped(data)
+        assert decode(hidden, "array" if layout == "lines" else layout) == records
+        assert hidden != data or expected == "openai"
+        assert sniff_format(hidden) == expected, (layout, expected)
+        assert read_history(hidden).format == expected, (layout, expected)
 
 
 def test_an_array_file_is_read_and_written_in_memory_near_its_size() -> None:

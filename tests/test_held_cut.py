@@ -286,3 +286,145 @@ def test_every_adapter_holds_the_same_cut() -> None:
     done = trimmer.trim(list(rows), [trimmer.cache.priced(row) for row in rows],
                         crumb=breadcrumb_message(), crumb_present=False)
     assert done.rows == expected.rows
+
+
+def _held_cut_per_request(
+    rows: list[ChatMessage], arguments: dict[str, object]
+) -> dict[str, object]:
+    """The kit's `held_cut` by its definition: each request `rows[:end]` trimmed on its own by
+    `trim_records_held`, the rows sent compared as JSON (quadratic: the oracle only)."""
+    policy = Policy(token_trim_target=arguments["token_target"],
+                    turn_trim_target=arguments["turn_target"])
+    budget, limit = arguments["budget_tokens"], arguments["max_turns"]
+    assert isinstance(budget, int) and (limit is None or isinstance(limit, int))
+    body = index_turns(rows).body_start
+    requests, moves, previous = [], 0, None
+    for end in request_points(rows):
+        done = trim_records_held(rows[:end], rows[:end], budget_tokens=budget, max_turns=limit,
+                                 budget_in_force=budget, breadcrumb_record=breadcrumb_message(),
+                                 policy=policy)
+        sent = [row.model_dump_json() for row in done.rows]
+        moves += previous is not None and sent[: len(previous)] != previous
+        previous = sent
+        assert isinstance(done.result.tokens_after, int)
+        requests.append({"end": end, "cut": body + len(done.result.dropped),
+                         "breadcrumb": done.crumb_inserted, "tokens": done.result.tokens_after})
+    return {"requests": requests, "cut_moves": moves}
+
+
+@settings(max_examples=150, deadline=None)
+@given(chat_histories(max_turns=8, crumb=False), st.integers(0, 400),
+       st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from(["1", "7/10", "1/2"]),
+       st.sampled_from(["1", "1/2"]))
+def test_the_kits_one_pass_held_cut_is_each_request_trimmed_on_its_own(
+    generated: object, budget: int, limit: int | None, token_target: str, turn_target: str,
+) -> None:
+    """Issue 38 item 9: the kit's `held_cut` replays the requests in one pass; its answer is
+    the per-request definition's, with a low-water mark and with the spec's targets."""
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    arguments: dict[str, object] = {"budget_tokens": budget, "max_turns": limit,
+                                    "token_target": token_target, "turn_target": turn_target}
+    got = evaluate("held_cut", rows_json(rows), arguments)
+    assert got == {"result": _held_cut_per_request(rows, arguments)}
+
+
+def test_the_kits_held_cut_prices_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 38 item 9: `held_cut` was quadratic (every request re-priced its whole prefix:
+    4,000 rows took 5 s). It prices the history once, whatever its length."""
+    from histtrim import counting
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    priced: list[int] = []
+    real = counting.Pricing.costs
+
+    def counted(self: counting.Pricing, rows: list[ChatMessage], index: object = None) -> list[int]:
+        priced.append(len(rows))
+        return real(self, rows, index)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(counting.Pricing, "costs", counted)
+    rows = long_session(400)
+    for targets in (("1", "1"), ("7/10", "1/2")):
+        priced.clear()
+        arguments = {"budget_tokens": 3_000, "max_turns": 6, "token_target": targets[0],
+                     "turn_target": targets[1]}
+        assert "result" in evaluate("held_cut", rows_json(rows), arguments)
+        assert sum(priced) <= len(rows), (targets, len(priced), sum(priced))
+
+
+@settings(max_examples=120, deadline=None)
+@given(chat_histories(max_turns=8, crumb=False), st.integers(0, 600),
+       st.sampled_from([None, 1, 2, 3]), st.sampled_from(["7/10", "1/2", "1"]),
+       st.sampled_from(["1/2", "1"]), st.sampled_from(["jsonl", "array"]))
+def test_the_held_cut_on_a_files_columns_is_the_held_cut_of_its_rows(
+    generated: object, budget: int, limit: int | None, token_target: str, turn_target: str,
+    layout: str,
+) -> None:
+    """Issue 38 item 6: `trim --token-target` left the fast reader (10.7x the file in
+    memory, 6x the time) for the session reader. The held cut is planned on the file's
+    columns: the same rows, tokens and events as `trim_records_held` on its rows, declared
+    attachments (priced apart in the current turn) included."""
+    from histtrim.adapters.formats import read_history
+    from histtrim.adapters.rewrite import held_trim_history, write_history
+
+    policy = Policy(token_trim_target=token_target, turn_trim_target=turn_target)
+    if not holds_cut(policy) or (budget == 0 and limit is None):
+        return
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    records = [{"kind": "chat", "role": r.role, "content": r.content} for r in rows]
+    if layout == "jsonl":
+        data = "".join(json.dumps(r) + "\n" for r in records).encode()
+    else:
+        data = ("[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n").encode()
+    hf = read_history(data)
+    got = held_trim_history(hf, max_turns=limit, budget_tokens=budget,
+                            turn_target=policy.turn_trim_target,
+                            token_target=policy.token_trim_target)
+    held = trim_records_held(rows, rows, budget_tokens=budget, max_turns=limit,
+                             budget_in_force=budget, breadcrumb_record=breadcrumb_message(),
+                             policy=policy)
+    written = write_history(hf, got).decode()
+    lines = written.splitlines() if layout == "jsonl" else [
+        json.dumps(r) for r in json.loads(written)]
+    kept = [ChatMessage.model_validate({k: v for k, v in json.loads(line).items() if k != "kind"})
+            for line in lines]
+    assert kept == held.rows
+    assert got.tokens_after == held.result.tokens_after  # type: ignore[union-attr]
+    assert got.events == list(held.events)
+
+
+def test_cli_trim_with_a_low_water_target_stays_on_the_fast_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 item 6: the targets do not change a row's price, so a file keeps the fast
+    reader (its columns) under `--token-target`, `--turn-target` or a policy that changes
+    only targets and defaults; the session reader is never asked."""
+    from histtrim.cli import main
+    from histtrim.cli import trim as cli_trim
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the session reader read a file the fast reader reads")
+
+    monkeypatch.setattr(cli_trim, "read_session", refuse)
+    rows = long_session(300)
+    source = tmp_path / "s.jsonl"
+    source.write_text("".join(r.model_dump_json() + "\n" for r in rows), encoding="utf-8")
+    policy = tmp_path / "p.toml"
+    policy.write_text('token_trim_target = "7/10"\ndefault_max_history_turns = 30\n')
+    cases = [
+        (["--budget", "4000", "--token-target", "7/10"], 4_000, None, LOW),
+        (["--max-turns", "5", "--turn-target", "1/2"], None, 5, Policy(turn_trim_target="1/2")),
+        (["--budget", "4000", "--policy", str(policy)], 4_000, None, LOW),
+    ]
+    for flags, budget, limit, chosen in cases:
+        out = tmp_path / "out.jsonl"
+        assert main(["trim", str(source), *flags, "-o", str(out)]) == 0
+        held = trim_records_held(rows, rows, budget_tokens=budget, max_turns=limit,
+                                 breadcrumb_record=breadcrumb_message(), policy=chosen)
+        assert held.events
+        written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
+        assert written == held.rows
+    capsys.readouterr()

@@ -3,7 +3,8 @@
 `tests/data/kit_reference_answers.json` is a verbatim copy of
 `../shared/reference/kit_reference_answers.json` (the vectors of our conformance kit on which the
 reference runtime answered differently from histtrim, with its answer beside ours). One test per
-vector: histtrim gives the reference's answer, or the test names the decision in
+vector, sent as the request the file holds through `histtrim conformance serve`'s own loop (in
+process): histtrim gives the reference's answer, or the test names the decision in
 `docs/decisions.md` that differs and pins histtrim's answer. Rewritten envelopes are compared as
 JSON values (the reference writes their keys sorted).
 
@@ -12,6 +13,7 @@ checked against a port of the reference's three passes written from the issue's 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Mapping
@@ -23,8 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from histtrim.carriers import json_object, to_chat_messages
-from histtrim.conformance.codec import ProtocolError
-from histtrim.conformance.functions import STATELESS
+from histtrim.conformance.serve import serve
 from histtrim.messages import (
     AssistantToolCalls,
     ChatMessage,
@@ -53,11 +54,21 @@ DIFFERS: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def answer(vector: Mapping[str, Any]) -> dict[str, Any]:
-    """histtrim's answer to a vector, as the conformance kit's server gives it."""
-    try:
-        return {"result": STATELESS[vector["function"]](vector["history"], vector["arguments"])}
-    except ProtocolError as error:
-        return {"error": {"kind": error.kind}}
+    """histtrim's answer to a vector's request (its function, history and arguments exactly as
+    the file holds them), read back from the line `histtrim conformance serve` writes."""
+    request = {"id": vector["id"], "function": vector["function"],
+               "history": vector["history"], "arguments": vector["arguments"]}
+    out = io.BytesIO()
+    assert serve(io.BytesIO(json.dumps(request).encode() + b"\n"), out) == 0
+    (line,) = out.getvalue().splitlines()
+    response = json.loads(line)
+    assert response["id"] == vector["id"]
+    if "error" in response:
+        # every file's arguments are the function's (missing ones take their defaults): an
+        # error here is about the history, never about how the request was put
+        assert not response["error"]["message"].startswith("arguments."), response
+        return {"error": {"kind": response["error"]["kind"]}}
+    return {"result": response["result"]}
 
 
 def as_values(value: Any) -> Any:

@@ -248,3 +248,40 @@ def test_review_names_reach_the_terminal_escaped(
     assert "p\\x1b[31m" in out and "c\\x1b]0;x\\x07" in out and "s\\u202e" in out
     assert "s\\x1b[2J" in out  # the session differs: its name is listed
     assert not any(c in out for c in "\x1b\x07\u202e")
+
+
+def _table_value(out: str, row: str) -> int | None:
+    """The first column of a review table row, or None when the table has no such row."""
+    found = re.search(rf"^{re.escape(row)}\s+(\d+)", out, flags=re.MULTILINE)
+    return None if found is None else int(found.group(1))
+
+
+def test_review_reports_turns_the_tool_iteration_limit_cuts_short(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 38 item 10: 3 of the 5 shipped SWE-agent sessions record turns of more tool
+    rounds than `--max-tool-iterations` (10): the replay ended them early, made 44 of the 49
+    recorded calls and still said "failed turns 0". Now such a turn is a failed turn, with
+    its own rows; by default the replay runs as many rounds as a turn recorded, so every
+    recorded call is replayed."""
+    from histtrim.cli.review import load_sessions
+
+    folder = ROOT / "examples" / "real" / "swe-agent"
+    sessions = load_sessions([str(folder)])
+    recorded = sum(len(turn.steps) for s in sessions for turn in s.turns)
+    long_turns = [len(turn.steps) for s in sessions for turn in s.turns if len(turn.steps) > 10]
+    assert long_turns  # the corpus has turns longer than the runtime's default
+    assert main(["review", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "tool rounds      10 per turn, or as many as a turn recorded" in out
+    assert _table_value(out, "provider calls") == recorded
+    assert _table_value(out, "failed turns") == 0
+    assert _table_value(out, "  of which cut short (tool rounds)") is None
+
+    assert main(["review", str(folder), "--max-tool-iterations", "10"]) == 0
+    out = capsys.readouterr().out
+    unreplayed = sum(steps - 11 for steps in long_turns)  # 10 rounds, then the final summary
+    assert _table_value(out, "failed turns") == len(long_turns)
+    assert _table_value(out, "  of which cut short (tool rounds)") == len(long_turns)
+    assert _table_value(out, "recorded calls not replayed") == unreplayed
+    assert _table_value(out, "provider calls") == recorded - unreplayed

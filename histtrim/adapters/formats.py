@@ -41,11 +41,23 @@ _NON_SPACE = re.compile(rb"[^ \t\r\n]")
 _AT = re.compile(r" at line (\d+) column (\d+)$")
 _JSON: TypeAdapter[Any] = TypeAdapter(Any)
 _ANTHROPIC_BLOCKS = ("tool_use", "tool_result", "image")
-_HINTS: tuple[tuple[tuple[bytes, ...], Format], ...] = (
-    ((b'"kind"',), "histtrim"),
-    ((b'"tool_use"', b'"tool_result"', b'"image"'), "anthropic"),
+_ASCII_ESCAPE = re.compile(rb"\\u00[4-7][0-9A-Fa-f]")
+_HINTS: tuple[tuple[tuple[bytes | re.Pattern[bytes], ...], Format], ...] = (
+    ((b'"kind"', _ASCII_ESCAPE), "histtrim"),
+    ((b'"tool_use"', b'"tool_result"', b'"image"', _ASCII_ESCAPE), "anthropic"),
 )
-"""Bytes a line must hold to be told apart (JSON escapes a quote inside a string)."""
+"""What a record must hold to be told apart: the key or block type as written plainly (JSON
+escapes a quote inside a string, so the needle's quotes are the string's own), or a `\\u`
+escape of an ASCII letter, which may spell one (`"tool_\\u0075se"`): such a record is decoded
+and looked at, never judged by its bytes. Plain needles are found with `bytes.find` (a regular
+expression of alternatives scans several times slower)."""
+
+
+def _find(data: bytes, needle: bytes | re.Pattern[bytes], start: int) -> int:
+    if isinstance(needle, bytes):
+        return data.find(needle, start)
+    found = needle.search(data, start)
+    return -1 if found is None else found.start()
 
 
 @dataclass
@@ -77,6 +89,11 @@ class HistoryFile:
     pairing: PairingErrors = field(default_factory=PairingErrors)
     """The tool-pairing errors of the rows as read (`validate_tool_pairing`), found in the
     pricing pass: the rows are not read again to check them."""
+    replies: array[int] = field(default_factory=lambda: array("q"))
+    """Each assistant row right after a non-assistant row: where a recorded request ends
+    (`low_water.request_points`, for the held cut)."""
+    declaring: list[int] = field(default_factory=list)
+    """The rows that may declare attachments (priced apart in the current turn, EST-3)."""
 
     def __len__(self) -> int:
         return len(self.costs)
@@ -425,7 +442,7 @@ def _detect_lines(data: bytes, spans: array[int] | None, commas: bool = False) -
     starts = spans[0::2] if spans is not None else None
     for needles, fmt in _HINTS:
         for needle in needles:
-            at = data.find(needle)
+            at = _find(data, needle, 0)
             while at >= 0:
                 if spans is None or starts is None:
                     start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
@@ -433,7 +450,7 @@ def _detect_lines(data: bytes, spans: array[int] | None, commas: bool = False) -
                 else:
                     k = bisect_right(starts, at) - 1
                     if k < 0 or at >= spans[2 * k + 1]:  # between records
-                        at = data.find(needle, at + 1)
+                        at = _find(data, needle, at + 1)
                         continue
                     start, end = spans[2 * k], spans[2 * k + 1]
                 text = data[start:end]
@@ -445,7 +462,7 @@ def _detect_lines(data: bytes, spans: array[int] | None, commas: bool = False) -
                     record = None  # reported with its line by the pricing pass
                 if isinstance(record, Mapping) and _record_format(record) == fmt:
                     return fmt
-                at = data.find(needle, end)
+                at = _find(data, needle, max(end, at + 1))
     return "openai"
 
 
@@ -512,7 +529,8 @@ def _priced(
     opens, costs, images = hf.opens, hf.costs, hf.images
     pending: dict[int, ChatMessage] = {}  # current-turn rows that may declare attachments
     pairs = PairingScan(hf.pairing.add)
-    prefix = True
+    prefix = replying = True  # no request ends at row 0
+    add_reply, add_declaring = hf.replies.append, hf.declaring.append
     sketch = row_sketch
     add_open, add_cost = opens.append, costs.append
     records = _records(hf) if lines_from is None else _line_records(hf, lines_from)
@@ -540,10 +558,12 @@ def _priced(
         if role == "user":
             if prefix:
                 hf.prefix_len, prefix = i, False
+            replying = False
             if text.startswith(TOOL_RESULTS_PREFIX):  # a carrier: no turn (TURN-3)
                 add_open(0)
                 if "[Tool attachments: " in text:
                     pending[i] = ChatMessage(role="user", content=text)
+                    add_declaring(i)
             else:  # a real user row opens a turn (TURN-2)
                 add_open(1)
                 if pending:
@@ -562,13 +582,21 @@ def _priced(
             if prefix:
                 hf.prefix_len, prefix = i, False
             add_open(0)
+            replying = False
             pairs.answer(i, link)  # type: ignore[arg-type]
             if '"attachments"' in text or "\\u" in text:  # an escaped key declares too
                 pending[i] = ChatMessage(role="tool", content=text)
+                add_declaring(i)
         else:
             if prefix and role != "system":
                 hf.prefix_len, prefix = i, False
             add_open(0)
+            if role == "assistant":
+                if not replying:
+                    add_reply(i)
+                replying = True
+            else:
+                replying = False
             if link is not None:
                 pairs.dispatch(i, link)  # type: ignore[arg-type]
             elif pairs.dispatching:

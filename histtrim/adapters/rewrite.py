@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from itertools import accumulate, chain, islice
 from operator import sub
 from typing import Any
@@ -18,7 +19,9 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from histtrim.adapters.formats import HistoryFile, breadcrumb_record
+from histtrim.estimate import message_cost
 from histtrim.events import HistoryTrimmed
+from histtrim.low_water import plan_held_trim
 from histtrim.messages import BREADCRUMB, row_facts
 from histtrim.turn_sizes import TurnColumns, TurnStats
 from histtrim.turns import TurnIndex
@@ -89,6 +92,42 @@ def trim_history(
         crumb_cost=_CRUMB_TOKENS, breadcrumb=breadcrumb,
     )
     return file_trim(plan)
+
+
+def held_trim_history(
+    hf: HistoryFile,
+    *,
+    max_turns: int | None = None,
+    budget_tokens: int | None = None,
+    crumb_present: bool = False,
+    turn_target: Fraction = Fraction(1),
+    token_target: Fraction = Fraction(1),
+) -> FileTrim:
+    """The cut the `Agent` holds (`low_water.plan_held_trim`, a low-water target below 1) on
+    the file's columns: the requests end where the pricing pass saw a reply begin, and only
+    the rows that may declare attachments are made again, for their price as an older row
+    and as a row of the current turn (EST-3)."""
+    index = turn_index(hf, crumb_present)
+    plan = plan_held_trim(
+        index, file_prices(hf), chain(hf.replies, (len(hf),)), max_turns=max_turns,
+        budget_tokens=budget_tokens or 0, crumb_cost=_CRUMB_TOKENS,
+        turn_target=turn_target, token_target=token_target,
+    )
+    return file_trim(plan)
+
+
+def file_prices(hf: HistoryFile) -> tuple[Sequence[int], Sequence[int]]:
+    """Each row's price as an older row and as a row of the current turn, as
+    `low_water.two_prices` gives a list of rows: the file's costs (the current turn's priced
+    as current), apart for the rows that may declare attachments. One list when none does."""
+    if not hf.declaring:
+        return hf.costs, hf.costs
+    older, current = list(hf.costs), list(hf.costs)
+    for i in hf.declaring:
+        row = hf.row(i)
+        older[i] = message_cost(row, current_turn=False)
+        current[i] = message_cost(row, current_turn=True)
+    return older, current
 
 
 def file_trim(plan: VisibleTrim) -> FileTrim:

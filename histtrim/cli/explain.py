@@ -9,14 +9,17 @@ from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.output import say
 from histtrim.config import FALLBACK_CONTEXT_TOKENS, AgentConfig, RuntimeProfile
+from histtrim.policy import SPEC, Policy
 from histtrim.route import ResolvedRuntime, select_route
 
 
-def load_route(args: argparse.Namespace) -> ResolvedRuntime:
-    """Load `--config` and select the route of `--agent` (with `--hint` / `--model`)."""
+def load_route(args: argparse.Namespace, policy: Policy = SPEC) -> ResolvedRuntime:
+    """Load `--config` and select the route of `--agent` (with `--hint` / `--model`), its
+    defaults (turn limit, fallback budget) taken from `policy`, as the `Agent` takes them."""
     config = load_config(args.config, AgentConfig)
     try:
-        return select_route(config, args.agent, hint=args.hint, session_model=args.model)
+        return select_route(config, args.agent, hint=args.hint, session_model=args.model,
+                            policy=policy)
     except ValueError as error:
         raise InputError(args.config, str(error)) from None
 

@@ -1,8 +1,9 @@
 """The one output path of every `histtrim` command: the bytes are complete before anything
 is written, and a file is replaced atomically (a temporary file in the same folder, flushed
 and fsynced, then `os.replace`); on any failure the original is untouched and the temporary
-removed. None or `-` is stdout; a target that is not a regular file (`/dev/null`, a FIFO,
-`/dev/stdout` into a pipe) is written to, never replaced. Output given as chunks goes into
+removed. None or `-` is stdout; a target that is not a regular file (`/dev/null`, a FIFO) is
+written to, never replaced, and a name for an open descriptor (`/dev/stdout`, `/dev/fd/N`) is
+written through it, so `-o /dev/stdout >> log` appends. Output given as chunks goes into
 the temporary file as they are made (never joined, so never held whole): the target still
 changes only once the last is written; stdout and other targets get them joined first."""
 

@@ -199,9 +199,10 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
             tokenizer=tokenizer,
             provider_usage=getattr(args, "provider_usage", None),
         )
-    profile = RuntimeProfile(
-        max_context_tokens=_budget(args), max_tool_iterations=args.max_tool_iterations
-    )
+    given = args.max_tool_iterations
+    profile = RuntimeProfile(max_context_tokens=_budget(args))
+    if given is not None:
+        profile = profile.model_copy(update={"max_tool_iterations": given})
     return ReplaySettings(
         profile=profile,
         provider=ProviderProfile(model="replay-model", context_window=args.window),
@@ -209,6 +210,7 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
         true_policy=true_policy,
         tokenizer=tokenizer,
         provider_usage=getattr(args, "provider_usage", None),
+        recorded_tool_rounds=given is None,  # every recorded call replayed unless limited
     )
 
 
@@ -274,8 +276,10 @@ def add_review_command(commands: Any) -> None:
         "declared window)",
     )
     review.add_argument("--true-policy", help="how the provider really prices (default: spec)")
-    review.add_argument("--max-tool-iterations", type=positive, default=10,
-                        help="tool rounds the replayed agent may run per turn (default 10)")
+    review.add_argument("--max-tool-iterations", type=positive, default=None,
+                        help="tool rounds the replayed agent may run per turn; a turn it "
+                        "ends before the recording's last call is a failed turn (default: "
+                        "10, or as many as a session's turn recorded)")
     review.add_argument(
         "--html", type=file_path, help="write a self-contained HTML report here"
     )

@@ -19,9 +19,11 @@ from histtrim.cli.positions import array_offsets, line_numbers, messages_offset,
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
 """NaN and Infinity as values (`read_session` refuses them; the fast parser reads them)."""
 _TEXT = re.compile(rb"[^ \t\r\n]")
-_HUGE_EXPONENT = re.compile(rb"[0-9][eE][+-]?[0-9]{3}")
-"""A number maybe past a double's range: `read_session` writes it back as written, the fast
-reader would write a re-serialized body (or array read whole) with `Infinity`."""
+_HUGE_NUMBER = re.compile(rb"[0-9][eE][+-]?[0-9]{3}|[0-9]{309}\.")
+"""A number maybe past a double's range, in either way JSON can write one: a three-digit
+exponent (`1e309`), or 309 digits or more before the point (`1` and 309 zeros, then `.0`;
+the largest double has 309). `read_session` writes it back as written, the fast reader would
+write a re-serialized body (or array read whole) with `Infinity`."""
 
 
 def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | None:
@@ -43,8 +45,8 @@ def read_rows(source: str, data: bytes, format: Format | None) -> HistoryFile | 
         ) from None
     # JSON Lines and arrays split into records keep their own bytes; bodies are written again
     again = hf.layout == "body" or not hf.spans
-    # a digit before an e (two byte searches of a copy) before the much slower regex
-    if again and {b"0e", b"0E"} & hf.number_marks[0] and _HUGE_EXPONENT.search(hf.data):
+    # a float's marks (byte searches of a copy, digits made 0) before the much slower regex
+    if again and {b"0.", b"0e", b"0E"} & hf.number_marks[0] and _HUGE_NUMBER.search(hf.data):
         if hf.format != "anthropic":
             return None
         _check_strictly(source, data)
@@ -69,9 +71,11 @@ def _check_strictly(source: str, data: bytes) -> None:
         while stack:
             item = stack.pop()
             if isinstance(item, RawFloat):
-                raise InputError(
-                    source, f"the number {item.text} is past a double's range", line=line
-                )
+                text = item.text
+                if len(text) > 40:  # one short line however many digits it has
+                    text = f"{text[:12]}...{text[-12:]} ({len(text)} characters)"
+                raise InputError(source, f"the number {text} is past a double's range",
+                                 line=line)
             if isinstance(item, dict):
                 stack.extend(item.values())
             elif isinstance(item, list):

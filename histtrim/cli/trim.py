@@ -21,6 +21,7 @@ from histtrim.adapters.openai import edited_message, openai_breadcrumb
 from histtrim.adapters.rewrite import (
     FileTrim,
     file_trim,
+    held_trim_history,
     trim_history,
     write_history_chunks,
 )
@@ -116,13 +117,15 @@ def _policy(args: argparse.Namespace) -> Policy:
 
 
 def _limits(args: argparse.Namespace) -> _Limits:
-    prices = Pricing(_policy(args), token_counter(args))
+    """`--max-turns` / `--budget`, or the configured route's limits resolved under the policy
+    (`ResolvedRuntime.max_turns` and `effective_context_budget`, what the `Agent` and
+    `review` apply: a profile that sets neither takes the policy's defaults)."""
+    policy = _policy(args)
+    prices = Pricing(policy, token_counter(args))
     if args.config is None:
         return _Limits(args.max_turns, args.budget, pricing=prices)
-    runtime = load_route(args)
-    return _Limits(
-        runtime.profile.max_turns(), runtime.effective_context_budget(), runtime, prices
-    )
+    runtime = load_route(args, policy)
+    return _Limits(runtime.max_turns, runtime.effective_context_budget(), runtime, prices)
 
 
 def _crumb_record(session: Session) -> dict[str, Any]:
@@ -302,12 +305,18 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     """A row file on its columns (`adapters.rewrite`): the same cut as `_trim_rows`, written
     back in the file's own format (kept JSON Lines as their own bytes) as pieces made while
     they are written (a re-written body is never held whole beside its input)."""
+    policy = limits.policy
     try:
-        if limits.policy == SPEC:  # the spec's prices are the file's own columns
+        if policy.prices_like(SPEC) and holds_cut(policy):  # the file's columns, held
+            result = held_trim_history(
+                hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb,
+                turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+            )
+        elif policy.prices_like(SPEC):  # the spec's prices are the file's own columns
             result = trim_history(
                 hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb
             )
-        else:  # an Anthropic body (only this reader reads one) under another policy
+        else:  # an Anthropic body (only this reader reads one) under other prices
             rows = list(hf.rows())
             result = file_trim(_plan(rows, index_turns(rows, crumb_present=crumb), limits))
     except ValueError:
@@ -405,11 +414,15 @@ def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
     output: bytes | Iterator[bytes | memoryview] = data
-    # The file's columns are priced with the spec's constants: another policy takes the
-    # session reader, but for an Anthropic body, which only the file reader reads.
+    # The file's columns are priced with the spec's constants: a policy that prices rows
+    # otherwise, or edits tool context, takes the session reader, but for an Anthropic body,
+    # which only the file reader reads (targets, turn and budget defaults leave the prices as
+    # they are).
     policy = _policy(args)
-    custom = policy != SPEC and (args.format or sniff(data)) != "anthropic"
-    if policy.tool_context.mode != "off" and not custom:  # an Anthropic body (sniffed above)
+    edits = policy.tool_context.mode != "off"
+    custom = (edits or not policy.prices_like(SPEC)) and (
+        args.format or sniff(data)) != "anthropic"
+    if edits and not custom:  # an Anthropic body (sniffed above)
         raise InputError(
             "--policy", "tool_context: an Anthropic body is trimmed on its columns here; "
             "use the library's trim_anthropic(policy=...) for its tool context edit",

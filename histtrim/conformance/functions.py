@@ -5,7 +5,7 @@ The stateless functions live here; the agent-loop scenarios are in `scenario.py`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,7 +23,6 @@ from histtrim import (
     trim,
     turns,
 )
-from histtrim.adapters import trim_records_held
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
     INVALID_INPUT,
@@ -35,7 +34,8 @@ from histtrim.conformance.codec import (
     require,
     rows_json,
 )
-from histtrim.messages import chat_rows, conversation_rows
+from histtrim.counting import Pricing
+from histtrim.messages import ChatMessage, chat_rows, conversation_rows
 from histtrim.policy import Policy, ToolContext
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
@@ -233,7 +233,8 @@ def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObje
 
 def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     """Each request the history records, trimmed by a caller passing its whole history
-    (`histtrim.adapters.trim_records_held`), and how often the prompt prefix was rewritten."""
+    (as `histtrim.adapters.trim_records_held` trims it), and how often the prompt prefix was
+    rewritten: one replay over the history (`low_water.replay_requests`), linear in it."""
     rows = chat_rows(history_list(history))
     budget = require(arguments, "budget_tokens", int)
     limit = optional(arguments, "max_turns", None)
@@ -243,22 +244,23 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
         token_trim_target=optional(arguments, "token_target", "1"),
         turn_trim_target=optional(arguments, "turn_target", "1"),
     )
-    body = turns.index_turns(rows).body_start
+    index = turns.index_turns(rows)
+    pricing, crumb_row = Pricing(chosen), trim.breadcrumb_message()
+    body = index.body_start
+    sent = _SentRows(rows, body, crumb_row)
     requests: list[JsonObject] = []
     moves, previous = 0, None
-    for end in low_water.request_points(rows):
-        done = trim_records_held(
-            rows[:end], rows[:end], budget_tokens=budget, max_turns=limit,
-            budget_in_force=budget, breadcrumb_record=trim.breadcrumb_message(), policy=chosen,
-        )
-        sent = [row.model_dump_json() for row in done.rows]
-        moves += previous is not None and sent[: len(previous)] != previous
-        previous = sent
-        requests.append({
-            "end": end, "cut": body + len(done.result.dropped),
-            "breadcrumb": done.crumb_inserted,
-            "tokens": done.result.tokens_after if isinstance(done.result, trim.TrimResult) else 0,
-        })
+    for request in low_water.replay_requests(
+        index, low_water.two_prices(rows, index, pricing), low_water.request_points(rows),
+        max_turns=limit, budget_tokens=budget, crumb_cost=lambda: pricing.plain(crumb_row),
+        turn_target=chosen.turn_trim_target, token_target=chosen.token_trim_target,
+    ):
+        cut = index.turn_start(request.first)  # turn 0 takes the rows before any turn
+        now = (request.end, request.crumb_inserted, cut)
+        moves += previous is not None and not sent.starts_with(now, previous)
+        previous = now
+        requests.append({"end": request.end, "cut": cut, "breadcrumb": request.crumb_inserted,
+                         "tokens": request.tokens})
     return {"requests": requests, "cut_moves": moves}
 
 
@@ -365,6 +367,38 @@ def reported_input_tokens(history: Any, arguments: Mapping[str, Any]) -> JsonObj
     return {"tokens": reported_usage.reported_input_tokens(
         usage, model=model, expected_model=expected
     )}
+
+
+class _SentRows:
+    """The rows a request sends, `rows[:body]`, the breadcrumb if inserted, `rows[cut:end]`,
+    compared row for row as JSON only where two requests' cuts differ (each row's JSON is
+    made once)."""
+
+    def __init__(self, rows: Sequence[ChatMessage], body: int, crumb: ChatMessage) -> None:
+        self.rows, self.body, self.crumb = rows, body, crumb.model_dump_json()
+        self.json: dict[int, str] = {}
+
+    def _row(self, sent: tuple[int, bool, int], at: int) -> str:
+        _, crumb, cut = sent
+        if crumb and at == self.body:
+            return self.crumb
+        position = cut + at - self.body - crumb
+        if position not in self.json:
+            self.json[position] = self.rows[position].model_dump_json()
+        return self.json[position]
+
+    def starts_with(self, sent: tuple[int, bool, int], earlier: tuple[int, bool, int]) -> bool:
+        """Whether request `sent` (end, breadcrumb, cut) starts with all of `earlier`."""
+        if sent[1:] == earlier[1:]:
+            return sent[0] >= earlier[0]
+        if self._length(sent) < self._length(earlier):
+            return False
+        return all(self._row(sent, at) == self._row(earlier, at)
+                   for at in range(self.body, self._length(earlier)))
+
+    def _length(self, sent: tuple[int, bool, int]) -> int:
+        end, crumb, cut = sent
+        return self.body + crumb + end - cut
 
 
 def guarded(function: Function) -> Function:

@@ -3,6 +3,7 @@ function's result can demonstrate."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,26 +19,33 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 
 def _typed(name: str, function: Function) -> Function:
-    """`function` behind its arguments schema: a request carries exactly the arguments it
-    lists, each of its JSON type; a missing, unknown or mistyped one is `invalid_input`
-    naming it, before histtrim sees it (a boolean is not an integer)."""
+    """`function` behind its arguments schema: one rule for every argument. An argument the
+    function declares a default for (the schema's `defaults`) may be left out and takes that
+    default; any other missing argument, an unknown one or one of another JSON type is
+    `invalid_input` naming it, before histtrim sees it (a boolean is not an integer)."""
     properties: dict[str, Any] = SCHEMAS[name]["arguments"]["properties"]
+    defaults: dict[str, Any] = SCHEMAS[name]["defaults"]
 
     def call(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
         unknown = next((a for a in arguments if a not in properties), None)
         if unknown is not None:
             raise ProtocolError(INVALID_INPUT, f"arguments.{str(unknown)[:80]}: not an "
                                 f"argument of {name}")
+        given = dict(arguments)
         for argument, schema in properties.items():
-            if argument not in arguments:
-                raise ProtocolError(INVALID_INPUT, f"arguments.{argument}: missing")
+            if argument not in given:
+                if argument not in defaults:
+                    raise ProtocolError(INVALID_INPUT, f"arguments.{argument}: missing "
+                                        "(it has no default)")
+                given[argument] = copy.deepcopy(defaults[argument])
+                continue
             names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-            value = arguments[argument]
+            value = given[argument]
             kinds = tuple(k for n in names for k in _JSON_TYPES[n])
             if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
                 raise ProtocolError(INVALID_INPUT, f"arguments.{argument}: expected "
                                     f"{' or '.join(names)}")
-        return function(history, arguments)
+        return function(history, given)
 
     call.__name__ = name
     return call

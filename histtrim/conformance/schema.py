@@ -13,10 +13,10 @@ BREADCRUMB_TEXT = "[earlier turns omitted to fit the context window]"
 
 ERROR_KINDS: dict[str, str] = {
     "invalid_input": "the request cannot be answered as given: a request line that is not a "
-    "JSON object, an argument missing, of the wrong JSON type or not one the function takes "
-    "(a request carries exactly its function's arguments: none has a default), or a value "
-    "the function refuses (a negative budget, an unknown role, a crumb flag naming no user "
-    "row); any message, only the kind is compared",
+    "JSON object, an argument missing that has no default, an argument of the wrong JSON "
+    "type or not one the function takes, or a value the function refuses (a negative "
+    "budget, an unknown role, a crumb flag naming no user row); any message, only the kind "
+    "is compared",
     "not_implemented": "the implementation does not offer this function: reported apart, "
     "and under `--functions` the rules only such vectors check are \"not covered\"",
     "internal_error": "the implementation failed on a request it should have answered (an "
@@ -141,7 +141,12 @@ EVENT = _field(OBJECT, "A HistoryTrimmed event's wire form: type, reason (token_
 
 def _function(history: str, arguments: dict[str, dict[str, Any]], result: dict[str, Any],
               defaults: dict[str, Any], text: str) -> dict[str, Any]:
-    return {"description": text, "history": history, "arguments": _object(arguments),
+    """A function's schemas; `arguments` requires exactly the arguments with no default."""
+    unknown = set(defaults) - set(arguments)
+    if unknown:
+        raise ValueError(f"defaults for arguments the function does not take: {unknown}")
+    return {"description": text, "history": history,
+            "arguments": _object(arguments, optional=tuple(defaults)),
             "result": result, "defaults": defaults}
 
 
@@ -454,7 +459,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         "What a provider's usage report counts as the request's input (USAGE-5)."),
 }
 """Protocol function -> its history, arguments and result schemas, and the value of each
-argument a caller leaves out (every exported vector carries every argument)."""
+argument a request may leave out (its default; every exported vector still carries every
+argument)."""
 
 ARGUMENT_DEFAULTS: dict[str, dict[str, Any]] = {
     name: spec["defaults"] for name, spec in FUNCTIONS.items()

@@ -78,6 +78,10 @@ class PolicySummary:
     failed_turns: int
     differing_sessions: tuple[str, ...]
     """Sessions where this policy did something else than the first (baseline) policy."""
+    cut_short_turns: int = 0
+    """Failed turns the tool-iteration limit ended before the recording's last call."""
+    unreplayed_calls: int = 0
+    """The recorded provider calls those turns never made."""
     history_tokens_mean: float = 0.0
     """The estimated history sent per call, on average: the context the policy keeps."""
     cache: CacheTotals | None = None
@@ -144,6 +148,8 @@ class Review:
                 capacity_refusals=sum(r.capacity_refusals for r in replays),
                 failed_turns=sum(r.failed_turns for r in replays),
                 differing_sessions=differing,
+                cut_short_turns=sum(r.cut_short_turns for r in replays),
+                unreplayed_calls=sum(r.unreplayed_calls for r in replays),
                 history_tokens_mean=sum(history) / len(history) if history else 0.0,
                 cache=None if cache is None else cache_totals(replays, cache),
                 loss=sum((r.loss for r in replays), NO_LOSS),
@@ -169,6 +175,13 @@ _ROWS: tuple[tuple[str, Callable[[PolicySummary], object]], ...] = (
     ("failed turns", lambda s: s.failed_turns),
     ("sessions that differ", lambda s: len(s.differing_sessions)),
 )
+
+
+_CUT_SHORT_ROWS: tuple[tuple[str, Callable[[PolicySummary], object]], ...] = (
+    ("  of which cut short (tool rounds)", lambda s: s.cut_short_turns),
+    ("recorded calls not replayed", lambda s: s.unreplayed_calls),
+)
+"""Rows for turns the tool-iteration limit ended before the recording's last call."""
 
 
 def _cache_rows(model: CacheModel) -> list[tuple[str, Callable[[PolicySummary], object]]]:
@@ -214,6 +227,9 @@ def review_lines(
     named = [*_ROWS, *(() if cache is None else _cache_rows(cache))]
     if any(s.loss.requests for s in summaries):
         named.append(("needed context lost (next reply)", lambda s: f"{s.loss.share:.1%}"))
+    if any(s.cut_short_turns for s in summaries):  # shown whenever a replay was cut short
+        at = next(k for k, (name, _) in enumerate(named) if name == "failed turns") + 1
+        named[at:at] = _CUT_SHORT_ROWS
     rows = [[name, *(str(get(s)) for s in summaries)] for name, get in named]
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
 
@@ -265,7 +281,8 @@ def settings_lines(
         " from the runtime, where the provider refuses",
         f"  token budget     {f'{budget} tokens' if budget else 'off (max_context_tokens 0)'}",
         f"  turn limit       {runtime.max_turns} turns",
-        f"  tool rounds      {settings.profile.max_tool_iterations} per turn",
+        f"  tool rounds      {settings.profile.max_tool_iterations} per turn"
+        + (", or as many as a turn recorded" if settings.recorded_tool_rounds else ""),
         "  true prices      "
         + (", ".join(f"{k} {v}" for k, v in true_prices.items()) or "the spec's"),
         f"  token counts     {settings.tokenizer or 'the estimate (EST-1)'}",

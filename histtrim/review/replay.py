@@ -96,9 +96,22 @@ class ReplaySettings(_Frozen):
         "a prompt-cache model (`histtrim.review.cache`); off by default: it costs time and "
         "memory.",
     )
+    recorded_tool_rounds: bool = Field(
+        default=False,
+        description="Raise the profile's max_tool_iterations, per session, to the most "
+        "provider calls one of its turns recorded, so every recorded call is replayed; off: "
+        "the profile's limit applies and a turn it cuts short counts as failed.",
+    )
 
-    def runtime(self, policy: Policy) -> ResolvedRuntime:
-        return resolve_runtime(self.profile, self.provider, self.selected_model, policy=policy)
+    def runtime(self, policy: Policy, session: ReviewSession | None = None) -> ResolvedRuntime:
+        """The route under `policy`; with `recorded_tool_rounds`, the tool loop long enough
+        for every turn of `session`."""
+        profile = self.profile
+        if self.recorded_tool_rounds and session is not None and session.turns:
+            rounds = max(len(turn.steps) for turn in session.turns)
+            if rounds > profile.max_tool_iterations:
+                profile = profile.model_copy(update={"max_tool_iterations": rounds})
+        return resolve_runtime(profile, self.provider, self.selected_model, policy=policy)
 
     @property
     def hidden_window(self) -> int | None:
@@ -145,7 +158,8 @@ class SessionReplay:
     capacity_refusals: int
     """Turns refused before dispatch by the capacity check (CAP-2)."""
     failed_turns: int
-    """Turns that ended in an unrecoverable overflow or ran out of tool iterations."""
+    """Turns that ended in an unrecoverable overflow, or ran out of tool iterations before
+    the recording's last call (`cut_short_turns`): either way not replayed as recorded."""
     kept_turns: int
     trace: tuple[Trim, ...]
     """Every trim, in order: what `differs` compares."""
@@ -159,6 +173,11 @@ class SessionReplay:
     """Each billed request (the provider answered) as blocks, for the cache model
     (`histtrim.review.cache`): the tool schemas, then one block per row, in true tokens.
     Recorded only with `ReplaySettings(record_prompts=True)`."""
+    cut_short_turns: int = 0
+    """Turns the profile's max_tool_iterations ended before the recording's last provider
+    call (the agent asked for its final summary instead): counted in `failed_turns`."""
+    unreplayed_calls: int = 0
+    """The recorded provider calls those turns never made."""
 
     @property
     def trims(self) -> int:
@@ -266,7 +285,7 @@ def replay(
     counter = None if settings.tokenizer is None else exact_counter(settings.tokenizer)
     agent = Agent(
         ScriptedProvider(),
-        settings.runtime(policy),
+        settings.runtime(policy, session),
         token_counter=counter,
         bus=EventBus(observers=[observe]),
         system_prompt=session.system_prompt,
@@ -279,6 +298,7 @@ def replay(
         agent.restore(session.restored, crumb_present=session.crumb_present)
         live = index_turns(agent.history, crumb_present=agent.crumb_present).turn_count
     dropped_turns = model_refusals = capacity_refusals = failed = retries = 0
+    cut_short = unreplayed = 0
     trims: list[Trim] = []
     true_tokens: list[int] = []
     blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
@@ -300,6 +320,9 @@ def replay(
         unretried = 0
         try:
             agent.turn(turn.user)
+            if provider.remaining:  # the tool loop ended before the recording did
+                cut_short, unreplayed = cut_short + 1, unreplayed + provider.remaining
+                failed += 1
         except ContextCapacityExceeded:
             capacity_refusals += 1
         except (UnrecoverableContextOverflow, ContextOverflowError):
@@ -353,6 +376,8 @@ def replay(
         overflow_trims=overflow_trims,
         prompts=tuple(prompts),
         loss=loss,
+        cut_short_turns=cut_short,
+        unreplayed_calls=unreplayed,
     )
 
 

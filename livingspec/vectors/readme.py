@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from histtrim.conformance.codec import canonical
 from histtrim.conformance.compare import SHOWN_CHARS
 from histtrim.conformance.runner import ANSWER_SLACK, MAX_ANSWER_BYTES, MAX_ANSWER_DEPTH
 from histtrim.conformance.schema import (
@@ -138,10 +139,12 @@ def _function_reference() -> list[str]:
     lines = [
         "## Functions",
         "",
-        "A request carries exactly the arguments its function takes, as every vector does:",
-        "none has a default, and a request missing one, or holding one the function does not",
-        "take, is answered `invalid_input`. A JSON Schema per function for `arguments` and",
-        "`result` is in `vectors.schema.json` (`$defs/functions`).",
+        "Every vector carries every argument its function takes. A request may leave out an",
+        "argument marked (optional) below: it takes the default shown. A request missing any",
+        "other argument, or holding one the function does not take, is answered",
+        "`invalid_input`. A JSON Schema per function for `arguments` (its `required` lists",
+        "the arguments with no default) and `result` is in `vectors.schema.json`",
+        "(`$defs/functions`).",
         "",
         "| function | history | arguments | result |",
         "|---|---|---|---|",
@@ -156,8 +159,10 @@ def _function_reference() -> list[str]:
             optional = [f for f in properties if f not in spec[part]["required"]]
             for field, schema in properties.items():
                 note = " (optional)" if field in optional else ""
+                default = spec["defaults"].get(field, ...) if part == "arguments" else ...
+                shown = "" if default is ... else f" Default: `{canonical(default)}`."
                 lines.append(f"- {part[:-1] if part == 'arguments' else 'result'} "
-                             f"`{field}`{note}: {schema['description']}")
+                             f"`{field}`{note}: {schema['description']}{shown}")
         lines.append("")
     return lines
 
