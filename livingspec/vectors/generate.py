@@ -251,6 +251,7 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
                        {"tool_context": chosen, "crumb_present": g.crumb})
         if not g.crumb:
             for chosen in (
+                {},  # the default: the edit off, every request the history's own rows
                 {"mode": "clear", "keep": 1, "trigger_tokens": total // 3},
                 {"mode": "clear", "keep": 1, "trigger_tokens": total // 3, "hold": True,
                  "clear_to": "1/2"},
