@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from itertools import islice
 from typing import NamedTuple
 
 from histtrim._checks import non_negative
@@ -89,6 +88,16 @@ class HeldRequest(NamedTuple):
     crumb_inserted: bool
 
 
+def price_sums(
+    prices: tuple[Sequence[int], Sequence[int]],
+) -> tuple[Sequence[int], Sequence[int]]:
+    """The prefix sums of both prices of each row (`two_prices`), 8 bytes a row (a file's
+    million rows): one array when no row is priced apart in the current turn."""
+    older = prefix_sums(prices[0])
+    same = prices[1] is prices[0] or prices[1] == prices[0]  # C speed, as each sum
+    return older, older if same else prefix_sums(prices[1])
+
+
 def replay_requests(
     index: TurnIndex,
     prices: tuple[Sequence[int], Sequence[int]],
@@ -101,6 +110,7 @@ def replay_requests(
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
     start: Replay | None = None,
+    sums: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> Iterator[HeldRequest]:
     """Each of `requests` (row positions, ascending: request k is `rows[:requests[k]]`) as the
     caller trims it, in one pass over prefix sums: with a low-water mark (`holds_cut`) the
@@ -109,11 +119,10 @@ def replay_requests(
     alone (a binary search over its turns). `index` is the whole history's: a request's turns
     are the starts before its end, its current turn its newest one (EST-2). `start` resumes a
     replay where it stood (`Replay`: its cut, turns and reason); `requests` are then the ones
-    after its last."""
+    after its last. `sums`: the prices' `price_sums`, when the caller has them."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
-    older = prefix_sums(prices[0])  # 8 bytes a row (a file's million rows)
-    current = older if prices[1] is prices[0] else prefix_sums(prices[1])
+    older, current = price_sums(prices) if sums is None else sums
     starts, body = index.starts, index.body_start
     insert = breadcrumb and index.crumb is None
     fallback = -1 if index.crumb is None else index.crumb
@@ -218,10 +227,11 @@ def plan_held_trim(
             crumb.append(crumb_cost() if callable(crumb_cost) else crumb_cost)
         return crumb[0]
 
+    sums = price_sums(prices)
     replayed = deque(enumerate(replay_requests(
         index, prices, requests, max_turns=max_turns, budget_tokens=budget_tokens,
         crumb_cost=crumb_price, breadcrumb=breadcrumb, turn_target=turn_target,
-        token_target=token_target, start=start,
+        token_target=token_target, start=start, sums=sums,
     ), 1 if start is None else start.requests + 1), maxlen=2)
     replay: Replay | None = None
     if len(replayed) == 2:  # the state after the request before the last
@@ -232,11 +242,11 @@ def plan_held_trim(
     last = replayed[-1][1] if replayed else HeldRequest(0, 0, 0, None, 0, False)
     first, reason, n = last.first, last.reason, index.length
     opener = index.current_turn_after
-    older, current = prices
+    older, current = sums
 
     def plain(a: int, b: int) -> int:
         s = min(max(a, opener + 1), b)
-        return sum(islice(older, a, s)) + sum(islice(current, s, b))
+        return older[s] - older[a] + current[b] - current[s]
 
     before = plain(0, n)
     after = last.tokens if last.end == n else (
