@@ -428,3 +428,47 @@ def test_cli_trim_with_a_low_water_target_stays_on_the_fast_reader(
         written = [ChatMessage.model_validate_json(line) for line in out.read_text().splitlines()]
         assert written == held.rows
     capsys.readouterr()
+
+
+@settings(max_examples=60, deadline=None)
+@given(chat_histories(max_turns=8, crumb=False), st.integers(0, 400),
+       st.sampled_from([None, 0, 1, 2]), st.sampled_from(["1", "7/10", "1/2"]))
+def test_the_one_pass_replay_resumes_where_a_full_replay_stands(
+    generated: object, budget: int, limit: int | None, token_target: str,
+) -> None:
+    """RUN-1: the held cut is one replay (`replay_requests`) that also resumes: a history
+    extending the last one planned, with that plan's `replay`, gets the plan (and the state
+    for its next call) of a replay from the start, and the replay started from a state yields
+    exactly the rest of the full replay's requests; a state of another history is ignored."""
+    from histtrim.low_water import HeldRequest, Replay, plan_held_trim, replay_requests, two_prices
+    from histtrim.turns import TurnIndex
+    from histtrim.visible import VisibleTrim
+
+    rows = list(generated.history)  # type: ignore[attr-defined]
+    target, pricing = Fraction(token_target), Pricing(LOW)
+    Prices = tuple[list[int], list[int]]
+
+    def plan(index: TurnIndex, prices: Prices, points: list[int],
+             resume: Replay | None = None) -> VisibleTrim:
+        return plan_held_trim(index, prices, points, max_turns=limit, budget_tokens=budget,
+                              crumb_cost=9, token_target=target, resume=resume)
+
+    def replay(points: list[int], start: Replay | None = None) -> list[HeldRequest]:
+        return list(replay_requests(index, prices, points, max_turns=limit, budget_tokens=budget,
+                                    crumb_cost=9, token_target=target, start=start))
+
+    points = request_points(rows)
+    index = index_turns(rows)
+    prices = two_prices(rows, index, pricing)
+    full, previous = replay(points), None
+    for k, end in enumerate(points):
+        part = index_turns(rows[:end])
+        priced = two_prices(rows[:end], part, pricing)
+        fresh = plan(part, priced, points[:k + 1])
+        assert plan(part, priced, points[:k + 1], previous) == fresh
+        state = fresh.replay
+        assert isinstance(state, Replay) and state.requests == k
+        assert replay(points[k:], state) == full[k:]
+        stale = Replay(k, -1, 0, 0, None) if k else None  # its last request ended elsewhere
+        assert plan(part, priced, points[:k + 1], stale) == fresh
+        previous = state
