@@ -200,3 +200,69 @@ def test_run_1_a_resumed_held_replay_cuts_where_a_full_replay_cuts(policy: Polic
         done, expected = kept.trim(history[:end]), fresh.trim(history[:end])
         assert (done.units, done.tokens, done.events) == (
             expected.units, expected.tokens, expected.events), end
+
+
+def test_a_trim_never_reads_another_historys_state() -> None:
+    """A caller's own `priced` call between the framework's never lends its history's
+    columns or held cut to another trim."""
+    pytest.importorskip("langchain_core")
+    from histtrim.integrations.langchain import HisttrimMiddleware
+
+    a, b = langchain_turns(30, "a"), langchain_turns(30, "b")
+    kept = HisttrimMiddleware(budget_tokens=700, policy=HELD)
+    kept.priced(a)  # remembered as the last history priced, then another is trimmed
+    done = kept.trimmer.trim(b, [kept.trimmer.cache.priced(r) for r in from_rows(b)],
+                             crumb=b[0], crumb_present=False)
+    fresh = HisttrimMiddleware(budget_tokens=700, policy=HELD).trim(b)
+    assert done.rows == fresh.rows and done.tokens == fresh.tokens
+
+
+def from_rows(messages: list[Any]) -> list[ChatMessage]:
+    from histtrim.adapters.langchain import from_langchain
+
+    return from_langchain(messages)
+
+
+def test_concurrent_runs_on_one_capability_each_get_a_fresh_instances_requests() -> None:
+    """Two pydantic-ai runs of different conversations, interleaved on one event loop through
+    one capability, send what each would send alone (the state is per history)."""
+    pytest.importorskip("pydantic_ai")
+    import asyncio
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, to_rows
+
+    def run(capability: HisttrimCapability, histories: dict[str, list[ModelMessage]],
+            order: list[str]) -> dict[str, list[list[ChatMessage]]]:
+        seen: dict[str, list[list[ChatMessage]]] = {tag: [] for tag in histories}
+
+        def agent_for(tag: str) -> Agent[None, str]:
+            async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+                await asyncio.sleep(0)  # let the other run in between
+                seen[tag].append(to_rows(messages)[1])  # timestamps differ between runs
+                return ModelResponse(parts=[TextPart(f"{tag} answer")])
+            return Agent(FunctionModel(model), capabilities=[capability])
+
+        async def both() -> None:
+            history = dict(histories)
+            for step in range(4):
+                async def one(tag: str, step: int = step) -> None:
+                    result = await agent_for(tag).run(f"{tag} question {step} " + "y" * 300,
+                                                      message_history=history[tag])
+                    history[tag] = result.all_messages()
+                await asyncio.gather(*(one(tag) for tag in order))
+
+        asyncio.run(both())
+        return seen
+
+    histories = {"a": pydantic_turns(30), "b": pydantic_turns(25)}
+    shared = run(HisttrimCapability(budget_tokens=900, policy=HELD), histories, ["a", "b"])
+    alone_a = run(HisttrimCapability(budget_tokens=900, policy=HELD), {"a": histories["a"]},
+                  ["a"])
+    alone_b = run(HisttrimCapability(budget_tokens=900, policy=HELD), {"b": histories["b"]},
+                  ["b"])
+    assert shared["a"] == alone_a["a"] and shared["b"] == alone_b["b"]
+    assert len(shared["a"]) == 4 and shared["a"][0] != shared["b"][0]

@@ -205,3 +205,51 @@ def test_usage_5_sdk_a_zero_report_is_no_report() -> None:
 
     assert sdk_session(HELD, lambda count: Usage()) == sdk_session(
         HELD, lambda count: Usage(requests=1, input_tokens=0, output_tokens=1, total_tokens=1))
+
+
+def test_usage_1_a_streamed_sdk_response_reports_its_usage() -> None:
+    """The SDK has no usage hook: `HisttrimModel` reads a streamed response's completed
+    event, as it reads a whole response, and the next call of that history applies it."""
+    pytest.importorskip("agents")
+    from agents import Agent, ModelSettings
+    from agents.models.interface import ModelTracing
+    from agents.run_config import CallModelData, ModelInputData
+    from agents.testing import ModelStep, ScriptedModel, assistant_message
+
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, HisttrimModel
+
+    items = [item for i in range(8) for item in (
+        {"role": "user", "content": question(i)}, {"role": "assistant", "content": "ok"})]
+    items.append({"role": "user", "content": "and now?"})
+    trimming = HisttrimInputFilter(budget_tokens=BUDGET)
+
+    def call(history: list[Any]) -> list[Any]:
+        data = CallModelData(model_data=ModelInputData(input=history, instructions=SYSTEM),
+                             agent=Agent(name="a"), context=None)
+        return list(trimming(data).input)
+
+    sent = call(items)
+    assert sent == items  # the estimate alone: under the budget
+    model = HisttrimModel(ScriptedModel([ModelStep(output=[assistant_message("fine")],
+                                                   usage=sdk_usage(4 * BUDGET))]), trimming)
+
+    async def stream() -> None:
+        async for _ in model.stream_response(
+            SYSTEM, sent, ModelSettings(), [], None, [], ModelTracing.DISABLED,
+            previous_response_id=None, conversation_id=None, prompt=None,
+        ):
+            pass
+
+    asyncio.run(stream())
+    later = call([*items, {"role": "assistant", "content": "fine"},
+                  {"role": "user", "content": "more"}])
+    estimated = estimate_history_tokens([ChatMessage.system(SYSTEM), *to_rows_sdk(sent)])
+    kept = estimate_history_tokens([ChatMessage.system(SYSTEM), *to_rows_sdk(later)])
+    assert len(later) < len(items)
+    assert kept * 4 * BUDGET <= BUDGET * estimated  # cut to the budget in provider units
+
+
+def to_rows_sdk(items: list[Any]) -> list[ChatMessage]:
+    from histtrim.integrations.openai_agents import to_rows
+
+    return to_rows(items)[1]

@@ -9,6 +9,7 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
@@ -290,6 +291,11 @@ class _Plan:
     replay: Replay | None = None
 
 
+def _same(priced: Sequence[Priced], other: Sequence[Priced]) -> bool:
+    """Whether two lists hold the same priced rows, object for object (at C speed)."""
+    return len(priced) == len(other) and all(map(operator.is_, priced, other))
+
+
 def kept_items(items: Sequence[T], positions: Sequence[int], crumb: T) -> list[T]:
     """The items at the kept `positions` (-1: `crumb`): the leading ones, the crumb, then a
     run to the end, taken as slices when they are (a whole-turn cut's shape)."""
@@ -460,9 +466,10 @@ class Trimmer:
         applied after (USAGE-1..6, `report`). With `rewrite`, the policy's tool context edit
         (CTX-1..9) is applied to the kept units: `rewrite(unit, row)` writes a changed one."""
         seen = self.prefixes.last()
-        if seen is not None and len(priced) < len(seen.priced):
-            seen = None  # not the history this trim was given
         offset = 0 if seen is None else len(priced) - len(seen.priced)
+        if seen is not None and (offset < 0 or not _same(priced[offset:], seen.priced)):
+            seen = None  # not the history this trim was given (a caller's own `priced` call)
+            offset = 0
         positions: Sequence[int] = range(len(priced))
         rows: Sequence[Priced] = priced
         if seen is not None and seen.floor:
