@@ -112,7 +112,7 @@ def _figure(rows: Sequence[LossRow]) -> Figure:
     groups = list(dict.fromkeys(r.group for r in rows))
     policies = list(dict.fromkeys(r.policy for r in rows))
     figure, axes = plt.subplots(
-        1, len(groups), figsize=(panel_width(len(groups), 3.6), 3.6), squeeze=False,
+        1, len(groups), figsize=(panel_width(len(groups), 3.6), 4.4), squeeze=False,
         sharey=True,
     )
     for panel, group in zip(axes[0], groups, strict=True):
@@ -127,6 +127,6 @@ def _figure(rows: Sequence[LossRow]) -> Figure:
         panel.grid(alpha=0.3)
     axes[0][0].set_ylabel("needed context lost (%)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
-    figure.tight_layout(rect=(0, 0.14, 1, 1))
+    figure.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
+    figure.tight_layout(rect=(0, 0.22, 1, 1))
     return figure
