@@ -49,9 +49,12 @@ def all_cases(root: Path) -> list[Case]:
     from livingspec.vectors.loops import legacy_cases, loop_cases
     from livingspec.vectors.port import port_cases
     from livingspec.vectors.real import real_cases
+    from livingspec.vectors.reference_tests import reference_test_cases
     from livingspec.vectors.settings import settings_cases
 
+    # The reference's own tests first: a same call elsewhere then keeps their source.
     return [
+        *reference_test_cases(),
         *map(recorded_case, record_notebooks(root / "notebooks")),
         *generated_cases_isolated(),
         *settings_cases(),
