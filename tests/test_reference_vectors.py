@@ -14,8 +14,10 @@ import pytest
 
 from histtrim.estimate import estimate_history_tokens
 from histtrim.messages import BREADCRUMB, ChatMessage
+from histtrim.tool_context import collapse_tool_context
 from livingspec.vectors.reference_tests import (
     FILE,
+    TURN_FILE,
     native_turn,
     prompt_mode_turn,
     reference_test_cases,
@@ -133,6 +135,16 @@ def calibrates(r: Result, args: Result) -> None:
     assert round(calibrated) <= budget  # the reference rounds its f64 product; ties absent
 
 
+def enforce_trims(r: Result, args: Result, history: list[dict[str, Any]]) -> None:
+    assert len(r["history"]) < len(history)
+    assert r["history"][0]["role"] == "system"
+    assert any("final answer" in c for c in contents(r))
+
+
+def enforce_untouched(r: Result, args: Result, history: list[dict[str, Any]]) -> None:
+    assert contents(r) == [m["content"] for m in history]
+
+
 CHECKS: dict[str, Callable[..., None]] = {
     "keeps_running_turn_plus_prior_turns_and_summarises_older_ones": keeps_running_turn,
     "prompt_mode_results_carrier_is_not_a_turn_boundary": prompt_mode_carrier,
@@ -146,7 +158,16 @@ CHECKS: dict[str, Callable[..., None]] = {
     "reported_budget_trims_under_extreme_ratio": extreme_ratio,
     "reported_budget_reserves_room_for_large_native_tool_schema": large_schema,
     "reported_budget_calibrates_selection_against_the_measured_population": calibrates,
+    f"{TURN_FILE}::enforce_trims_when_reported_exceeds_budget": enforce_trims,
+    f"{TURN_FILE}::enforce_noop_when_within_budget": enforce_untouched,
+    f"{TURN_FILE}::enforce_noop_when_budget_disabled": enforce_untouched,
 }
+WITH_HISTORY = (text_only_identity, enforce_trims, enforce_untouched)
+
+
+def full(name: str) -> str:
+    """The vector source of a reference test: names without a file are in history_trim.rs."""
+    return f"reference: {name if '::' in name else f'{FILE}::{name}'}"
 
 
 def exported() -> list[dict[str, Any]]:
@@ -167,19 +188,19 @@ def by_source() -> dict[str, list[dict[str, Any]]]:
 
 def test_the_generator_writes_one_case_per_reference_test() -> None:
     sources = [case.source for case in reference_test_cases()]
-    assert sources == [f"reference: {FILE}::{name}" for name in CHECKS]
+    assert sources == [full(name) for name in CHECKS]
 
 
 @pytest.mark.parametrize("name", list(CHECKS))
 def test_each_reference_test_is_one_vector_holding_its_assertions(
     name: str, by_source: dict[str, list[dict[str, Any]]]
 ) -> None:
-    vectors = by_source.get(f"reference: {FILE}::{name}", [])
+    vectors = by_source.get(full(name), [])
     assert len(vectors) == 1, f"{name}: {len(vectors)} vectors"
     vector = vectors[0]
     result = vector["expected"]["result"]
     check = CHECKS[name]
-    if check is text_only_identity:
+    if check in WITH_HISTORY:
         check(result, vector["arguments"], vector["history"])
     else:
         check(result, vector["arguments"])
@@ -193,3 +214,17 @@ def test_a_check_fails_on_a_wrong_answer() -> None:
     with pytest.raises(AssertionError):
         zero_keeps_running(wrong, {})
     assert prompt_mode_turn(1)[2]["content"].startswith("[Tool results]")
+
+
+@pytest.mark.parametrize(("turns", "keep", "system"), [(2, 1, False), (6, 2**64 - 1, True)])
+def test_the_identity_tests_other_histories(turns: int, keep: int, system: bool) -> None:
+    """`text_only_turns_and_small_histories_pass_through_unchanged` also collapses two
+    native turns keeping 1 and six (after a system row) keeping usize::MAX: its vector holds
+    the first history only, these two are checked here against the same assertions."""
+    rows = [*([{"role": "system", "content": "s"}] if system else []),
+            *(r for n in range(1, turns + 1) for r in native_turn(n))]
+    edit = collapse_tool_context([ChatMessage.model_validate(r) for r in rows], keep)
+    text_only_identity({"rows": [m.model_dump(mode="json") for m in edit.messages],
+                        "source_rows": edit.source_rows,
+                        "dropped_messages": edit.dropped_messages,
+                        "collapsed_turns": edit.collapsed_turns}, {}, rows)

@@ -1,7 +1,8 @@
 """The reference runtime's own unit tests for the rules histtrim took from its code, as
-vectors: the tool-context collapse (CTX-1..5) and the reported-usage trim (USAGE-1..3).
-Each case is one `#[test]` of zeroclaw's `crates/zeroclaw-runtime/src/agent/history_trim.rs`,
-its inputs written here as rows; tests/test_reference_vectors.py holds what each asserts."""
+vectors: the tool-context collapse (CTX-1..5), the reported-usage trim (USAGE-1..3) and its
+caller `enforce_reported_budget` (USAGE-6). Each case is one `#[test]` of zeroclaw's
+`history_trim.rs` or `turn/mod.rs`, its inputs written here as rows;
+tests/test_reference_vectors.py holds what each asserts."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from histtrim.messages import BREADCRUMB, ChatMessage
 from livingspec.vectors.cases import Case
 
 FILE = "crates/zeroclaw-runtime/src/agent/history_trim.rs"
+TURN_FILE = "crates/zeroclaw-runtime/src/agent/turn/mod.rs"
+USIZE_MAX = 2**64 - 1
 Row = dict[str, Any]
 
 
-def source(test: str) -> str:
-    return f"reference: {FILE}::{test}"
+def source(test: str, file: str = FILE) -> str:
+    return f"reference: {file}::{test}"
 
 
 def _r(role: str, content: str) -> Row:
@@ -130,5 +133,26 @@ def reported_cases() -> Iterator[Case]:
                     estimated)
 
 
+def _enforce(test: str, rows: list[Row], reported: int, budget: int) -> Case:
+    """`enforce_reported_budget` trims with the estimate of the history it is given and
+    inserts the breadcrumb: histtrim's `trim_to_reported_budget_with_crumb`."""
+    return Case(source(test, TURN_FILE), ("USAGE-6", "USAGE-1"),
+                "trim_to_reported_budget_with_crumb", rows,
+                {"budget_tokens": budget, "reported_input_tokens": reported,
+                 "reported_population_estimated": _tokens(rows), "tool_schema_tokens": 0,
+                 "crumb_present": False})
+
+
+def enforce_cases() -> Iterator[Case]:
+    big = [*_three_turns()[:-1], _r("assistant", "final answer")]
+    estimated = _tokens(big)
+    yield _enforce("enforce_trims_when_reported_exceeds_budget", big, estimated * 4,
+                   estimated * 4 // 2)
+    small = [_r("system", "system"), _r("user", "hi"), _r("assistant", "hello")]
+    yield _enforce("enforce_noop_when_within_budget", small, _tokens(small),
+                   _tokens(small) * 4)
+    yield _enforce("enforce_noop_when_budget_disabled", big, USIZE_MAX, 0)
+
+
 def reference_test_cases() -> list[Case]:
-    return [*collapse_cases(), *reported_cases()]
+    return [*collapse_cases(), *reported_cases(), *enforce_cases()]
