@@ -71,7 +71,7 @@ def test_at_least_500_vectors_and_every_rule_covered(committed: list[Vector]) ->
 
 def test_every_source_kind_contributes(committed: list[Vector]) -> None:
     kinds = {v.source.split(":")[0] for v in committed}
-    assert kinds == {"notebook", "generated", "shrunk", "hostile", "port", "real"}
+    assert kinds == {"notebook", "generated", "shrunk", "hostile", "port", "real", "reference"}
     notebooks = {v.source.split(":")[1].split("#")[0] for v in committed
                  if v.source.startswith("notebook:")}
     assert {"01_turns.ipynb", "05_route_and_capacity.ipynb", "08_pairing_safety.ipynb"} <= notebooks
