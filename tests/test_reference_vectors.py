@@ -1,6 +1,7 @@
 """The reference runtime's own tests for the rules histtrim took from its code (CTX-1..5,
-USAGE-1..3) are kit vectors: one each, and each vector's expected answer holds what the
-reference test asserts (zeroclaw, crates/zeroclaw-runtime/src/agent/history_trim.rs)."""
+USAGE-1..3 and USAGE-6 through `enforce_reported_budget`) are kit vectors: one each, and each
+vector's expected answer holds what the reference test asserts (zeroclaw,
+crates/zeroclaw-runtime/src/agent/history_trim.rs and turn/mod.rs)."""
 
 from __future__ import annotations
 
