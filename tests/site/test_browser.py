@@ -6,6 +6,7 @@ and is skipped elsewhere, saying how to install them."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -286,8 +287,14 @@ def test_a_rule_id_typed_into_search_lands_on_its_anchor(browser: object, base_u
     missed = []
     for n, rule in enumerate(rules(RULES)):
         query = rule.rule_id.lower() if n % 2 else rule.rule_id
-        page.goto(f"{base_url}/search.html?q={query}", wait_until="networkidle")
         anchor = rule.rule_id.lower()
+        # the search page replaces itself with the chapter: wait for that page's load event
+        # (its images laid out), not for half a second of network silence on each of them
+        page.goto(f"{base_url}/search.html?q={query}", wait_until="commit")
+        from playwright.sync_api import TimeoutError as NoLanding
+
+        with contextlib.suppress(NoLanding):  # a miss is reported below, with where it went
+            page.wait_for_url(f"**#{anchor}", wait_until="load", timeout=15_000)
         landed = page.evaluate(
             "(id) => { const e = document.getElementById(id); if (!e) return null;"
             " const top = e.getBoundingClientRect().top;"
