@@ -41,7 +41,7 @@ $(VENV_PYTHON):
 $(INSTALLED): pyproject.toml livingspec/pyproject.toml constraints.txt $(wildcard histtrim/__init__.py) | $(VENV_PYTHON)
 	@echo "installing histtrim and its pinned toolchain (constraints.txt) into $(VENV) ..."
 	@"$(BIN)/python" -m pip install -qq -U pip
-	@"$(BIN)/python" -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,langchain,pydantic-ai,openai-agents,lite]"
+	@"$(BIN)/python" -m pip install -qq -c constraints.txt -e ".[dev,notebooks,docs,review,tokenizers,langchain,pydantic-ai,openai-agents,lite]"
 	@"$(BIN)/python" -m pip install -qq -c constraints.txt --no-deps -e ./livingspec
 	@touch $@
 
