@@ -35,7 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -219,6 +219,29 @@ def _key(corpus: Corpus) -> str:
     return next(key for key, value in CORPORA.items() if value is corpus)
 
 
+def publish(
+    out: Path, sessions: Sequence[tuple[str, bytes]], files: Mapping[str, bytes]
+) -> None:
+    """Write a corpus folder whole or not at all: each session as `NAME.jsonl`, the other
+    `files` (licences, provenance) and `MANIFEST.sha256` over the sessions in their order,
+    in a staging folder beside `out` that then replaces it."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        for name, data in sessions:
+            (staging / f"{name}.jsonl").write_bytes(data)
+        for relative, data in files.items():
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            (staging / relative).write_bytes(data)
+        manifest = "".join(f"{sha256(data)}  {name}.jsonl\n" for name, data in sessions)
+        (staging / "MANIFEST.sha256").write_text(manifest)
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
 def build(corpus: Corpus, read: Reader, out: Path) -> int:
     """Write one corpus folder into `out` (replaced whole); returns the session count."""
     license_text = checked(read, "LICENSE", corpus.license_sha256)
@@ -234,22 +257,10 @@ def build(corpus: Corpus, read: Reader, out: Path) -> int:
                 sessions[name] = jsonl(messages)
         else:
             sessions[source.name] = jsonl(swe_messages(data, source.path))
-    staging = Path(tempfile.mkdtemp(prefix=f".{corpus.name}-", dir=out.parent))
-    try:
-        for name, data in sessions.items():
-            (staging / f"{name}.jsonl").write_bytes(data)
-        (staging / "LICENSE").write_bytes(license_text)
-        (staging / "PROVENANCE.md").write_text(provenance(corpus, digests, len(sessions)))
-        manifest = "".join(
-            f"{sha256(sessions[name])}  {name}.jsonl\n" for name in sorted(sessions)
-        )
-        (staging / "MANIFEST.sha256").write_text(manifest)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+    publish(out, sorted(sessions.items()), {
+        "LICENSE": license_text,
+        "PROVENANCE.md": provenance(corpus, digests, len(sessions)).encode(),
+    })
     return len(sessions)
 
 
@@ -712,28 +723,18 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
         chosen.append(b)
         size += len(b.data)
     chosen.sort(key=lambda b: b.name)
-    staging = Path(tempfile.mkdtemp(prefix=f".{CLAUDE_NAME}-", dir=out.parent))
-    try:
-        (staging / "LICENSES").mkdir()
-        used: dict[str, str] = {}
-        for b in chosen:
-            (staging / f"{b.name}.jsonl").write_bytes(b.data)
-            for v in b.session.versions:
-                text = licences[f"{v.repo.slug}@{v.commit}"]
-                used[f"{v.repo.slug}@{v.commit}"] = licence_file(v.repo.slug, text)
-                (staging / "LICENSES" / licence_file(v.repo.slug, text)).write_bytes(text)
-        (staging / "PROVENANCE.md").write_text(claude_provenance(
-            chosen, used, scrub.counts, dropped, duplicates, copies, short, over_budget,
-            unlicensed,
-            sum(v.skipped_lines for b in chosen for v in b.session.versions)))
-        manifest = "".join(f"{sha256(b.data)}  {b.name}.jsonl\n" for b in chosen)
-        (staging / "MANIFEST.sha256").write_text(manifest)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+    used: dict[str, str] = {}
+    files: dict[str, bytes] = {}
+    for b in chosen:
+        for v in b.session.versions:
+            text = licences[f"{v.repo.slug}@{v.commit}"]
+            used[f"{v.repo.slug}@{v.commit}"] = licence_file(v.repo.slug, text)
+            files[f"LICENSES/{licence_file(v.repo.slug, text)}"] = text
+    files["PROVENANCE.md"] = claude_provenance(
+        chosen, used, scrub.counts, dropped, duplicates, copies, short, over_budget,
+        unlicensed,
+        sum(v.skipped_lines for b in chosen for v in b.session.versions)).encode()
+    publish(out, [(b.name, b.data) for b in chosen], files)
     return len(chosen)
 
 
@@ -935,14 +936,9 @@ def build_mini(gitdir: str, out: Path) -> int:
             continue
         name = path.rsplit("/", 1)[1].removesuffix(".traj.json")
         chosen.append((name, path, blob, jsonl(messages), tokens, errors))
-    staging = Path(tempfile.mkdtemp(prefix=f".{MINI_NAME}-", dir=out.parent))
-    try:
-        for name, _, _, data, _, _ in chosen:
-            (staging / f"{name}.jsonl").write_bytes(data)
-        (staging / "LICENSE").write_bytes(license_text)
-        rows = "\n".join(f"| `{name}.jsonl` | `{path}` | `{blob}` | {tokens} | {errors} |"
-                         for name, path, blob, _, tokens, errors in chosen)
-        (staging / "PROVENANCE.md").write_text(f"""# {MINI_NAME}: provenance
+    rows = "\n".join(f"| `{name}.jsonl` | `{path}` | `{blob}` | {tokens} | {errors} |"
+                     for name, path, blob, _, tokens, errors in chosen)
+    notes = f"""# {MINI_NAME}: provenance
 
 SWE-bench Verified runs of mini-swe-agent with Gemini 3 Pro (`google/gemini-3-pro-preview`),
 as the fork's owner committed them: one task each, the agent acting through one bash command
@@ -975,15 +971,9 @@ from histtrim's root:
 | Session | Original file (at the commit) | Git blob | Tokens (histtrim) | Format errors |
 |---|---|---|---|---|
 {rows}
-""")
-        manifest = "".join(f"{sha256(data)}  {name}.jsonl\n" for name, _, _, data, _, _ in chosen)
-        (staging / "MANIFEST.sha256").write_text(manifest)
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+"""
+    publish(out, [(name, data) for name, _, _, data, _, _ in chosen],
+            {"LICENSE": license_text, "PROVENANCE.md": notes.encode()})
     return len(chosen)
 
 
