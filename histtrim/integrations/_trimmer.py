@@ -41,6 +41,7 @@ _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("cur
 _FACTS = attrgetter("facts")
 U = TypeVar("U")
 T = TypeVar("T")
+V = TypeVar("V")
 
 Rewrite = Callable[[T, ChatMessage], T]
 """Writes a framework's unit for a row the tool context edit changed (CTX-1..9): the unit
@@ -92,10 +93,8 @@ class PriceCache:
     ) -> Priced:
         """The unit's priced row: cached by its objects' identity, else by its row."""
         key = tuple(map(id, anchors))
-        hit = self._ids.get(key) or self._old_ids.get(key)
+        hit = self._recall(self._ids, self._old_ids, key)
         if hit is not None:
-            if len(self._ids) < self.limit:
-                self._ids[key] = hit
             return hit[1]
         row, parts = build()
         content = (row.role, row.content, parts)
@@ -113,14 +112,20 @@ class PriceCache:
         """`get` for an object that stands for several units (a pydantic-ai request's parts):
         each unit's tag (`build`'s first item) and priced row."""
         key = tuple(map(id, anchors))
-        hit = self._groups.get(key) or self._old_groups.get(key)
+        hit = self._recall(self._groups, self._old_groups, key)
         if hit is not None:
-            if len(self._groups) < self.limit:
-                self._groups[key] = hit
             return hit[1]
         out = tuple((tag, self.priced(row, parts)) for tag, row, parts in build())
         self._groups[key] = (anchors, out)
         return out
+
+    def _recall(self, new: dict[Hashable, V], old: dict[Hashable, V], key: Hashable) -> V | None:
+        """An entry found by its objects' identity, moved to the newer generation when it
+        has room (so a prefix passed on every call outlives the next swap)."""
+        hit = new.get(key) or old.get(key)
+        if hit is not None and len(new) < self.limit:
+            new[key] = hit
+        return hit
 
     def _keep(self, content: tuple[str, str, int], priced: Priced) -> None:
         if len(self._rows) >= self.limit or len(self._ids) >= self.limit or len(
