@@ -216,10 +216,8 @@ def read_history(data: bytes, format: Format | None = None) -> HistoryFile:
             return _priced(chosen, "body", data, elements, None, head, bom)
         except FormatError:
             pass  # named by the whole-document parse below, as for an array
-    document = _loads(data, None) if first == b"[" or (first == b"{" and _is_body(data)) else None
-    if isinstance(document, dict) and "messages" not in document and _spans_lines(data):
-        raise FormatError(without_messages(document), line=1, field="messages")
-    if isinstance(document, list) or (isinstance(document, dict) and "messages" in document):
+    document = _whole_document(data, first)
+    if document is not None:
         records = document.get("messages") if isinstance(document, dict) else document
         if not isinstance(records, list):
             raise FormatError("expected a list", field="messages")
@@ -241,9 +239,27 @@ def sniff_format(data: bytes) -> Format:
     elements = array_spans(data) if first == b"[" else None
     if elements is not None:
         return _detect_lines(data, elements)
-    if first == b"[" or (first == b"{" and _is_body(data)):
-        return detect_format(_loads(data, None))
+    document = _whole_document(data, first)
+    if document is not None:
+        return detect_format(document)
     return _detect_lines(data, None)
+
+
+def _whole_document(data: bytes, first: bytes) -> list[Any] | dict[str, Any] | None:
+    """The file parsed whole when it is one JSON document (an array, or an object with
+    `messages`); None for JSON Lines, which a one-line object without `messages` is (one
+    record, of any format). An object over several lines without `messages` is a
+    `FormatError`."""
+    if not (first == b"[" or (first == b"{" and _is_body(data))):
+        return None
+    document = _loads(data, None)
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict) and "messages" in document:
+        return document
+    if isinstance(document, dict) and _spans_lines(data):
+        raise FormatError(without_messages(document), line=1, field="messages")
+    return None
 
 
 _WHITE = re.compile(r"[ \t\r\n]*")
