@@ -77,7 +77,8 @@ def test_blocks_become_calls_results_and_attachments() -> None:
     assert calls.text == "Rendering." and [c.id for c in calls.tool_calls] == ["t1", "t2"]
     assert items[3] == ToolResults(results=(
         ToolResultMessage(tool_call_id="t1", content="Rendered.", attachments=(
-            Attachment(target=SHOT), Attachment(target="data:image/png;base64,AAAA"))),
+            # base64 data is priced by its type, never its encoding (`tool_image_target`)
+            Attachment(target=SHOT), Attachment(target="data:image/png;base64,"))),
         ToolResultMessage(tool_call_id="t2", content="no match\nAlso check the footer."),
     ))
     assert items[4] == ChatMessage.assistant("Done.")

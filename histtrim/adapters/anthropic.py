@@ -39,6 +39,7 @@ from histtrim.carriers import (
     image_marker,
     json_object,
     parse_tool_calls,
+    part_target,
     tool_results_carrier,
 )
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
@@ -336,9 +337,22 @@ def tool_results(blocks: Sequence[Mapping[str, Any]]) -> tuple[list[ToolResultBl
             block["tool_use_id"],
             bool(block.get("is_error")),
             "".join(str(b["text"]) for b in inner if b["type"] == "text"),
-            tuple(image_target("", b) for b in inner if b["type"] == "image"),
+            tuple(tool_image_target(b) for b in inner if b["type"] == "image"),
         ))
     return results, "".join(extra)
+
+
+def tool_image_target(block: Mapping[str, Any]) -> str:
+    """A checked image block inside a `tool_result` as its declared attachment's target, by
+    the one rule for an image a tool sends (`carriers.part_target`): its URL, or for base64
+    data a short `data:` target naming its type, never the encoding. An older result is priced
+    by the bytes of its row (EST-4), so a screenshot there costs its short target, as in the
+    reference's rows, not 4 bytes of text for every 3 of image (decision "Declared
+    attachments of tool results"); the message keeps the data."""
+    source = block["source"]
+    if source["type"] == "base64":
+        return part_target("image", source["media_type"])
+    return part_target("image", url=image_target("", block))
 
 
 def _system_text(system: object) -> str:
