@@ -4,7 +4,10 @@ line of a visible code cell fits in 84 columns, so no reader meets a horizontal 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+
+import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
 MAX_COLUMNS = 84
@@ -67,3 +70,46 @@ def test_chapter_05_shows_the_client_meter_once() -> None:
     changing fields are a table, the payload is shown once (ROUTE-4, its key absent)."""
     chapter = next(n for n in NOTEBOOKS if n.name.startswith("05_"))
     assert meter_payloads(chapter) == 1
+
+
+def long_error_lines(notebook: Path, width: int) -> list[str]:
+    """`notebook cell N: line` for every line of an error output wider than `width`: the site
+    shows a traceback's lines unbroken, so such a line wraps (issue 46)."""
+    found = []
+    for n, cell in enumerate(json.loads(notebook.read_text(encoding="utf-8"))["cells"]):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output.get("traceback", [])))
+            found += [f"{notebook.name} cell {n}: {line}" for line in text.splitlines()
+                      if len(line) > width]
+    return found
+
+
+def test_no_error_output_line_wraps_on_the_site() -> None:
+    """An expected error is shown folded (`livingspec.plotting.tables.shows_error`), never as
+    a traceback whose message runs past the output column."""
+    from histtrim.display.columns import COLUMNS
+
+    found = [line for notebook in NOTEBOOKS for line in long_error_lines(notebook, COLUMNS)]
+    assert not found, "\n".join(found)
+
+
+def test_shows_error_prints_the_error_folded_and_requires_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from histtrim.display.columns import COLUMNS
+    from livingspec.plotting.tables import shows_error
+
+    error = ValueError("word " * 60)
+    error.add_note("a note that says what was rolled back")
+    with shows_error(KeyError, ValueError):
+        raise error
+    out = capsys.readouterr().out
+    assert out.startswith("ValueError: word word") and "a note that says" in out
+    assert max(map(len, out.splitlines())) <= COLUMNS
+    nothing = pytest.raises(AssertionError, match="expected KeyError; the block raised nothing")
+    with nothing, shows_error(KeyError):
+        pass
+    with pytest.raises(TypeError), shows_error(KeyError):  # another error fails the cell
+        raise TypeError("not this one")

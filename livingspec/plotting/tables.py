@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import html
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from histtrim.carriers import parse_tool_calls, parse_tool_result, to_chat_messages
 from histtrim.display.columns import fold, truncate
@@ -52,6 +53,21 @@ def print_block(*parts: object) -> None:
     if pending:
         chunks.append(f"<pre>{html.escape(chr(10).join(pending))}</pre>")
     display({"text/plain": text, "text/html": "\n".join(chunks)}, raw=True)  # type: ignore[no-untyped-call]
+
+
+@contextmanager
+def shows_error(*kinds: type[BaseException]) -> Iterator[None]:
+    """Run the block, which must raise one of `kinds`, and show the error as a traceback's
+    last line reads it (`Name: message`, then its notes) through `print_block`, folded to the
+    output column: a traceback's line is never broken and wraps on the site. A block that
+    raises nothing is an error of its own, so the cell still fails when the call does not."""
+    try:
+        yield
+    except kinds as error:
+        print_block(f"{type(error).__name__}: {error}", *getattr(error, "__notes__", ()))
+        return
+    names = " or ".join(kind.__name__ for kind in kinds)
+    raise AssertionError(f"expected {names}; the block raised nothing")
 
 
 def _ipython() -> object | None:

@@ -192,9 +192,8 @@ _LAYOUT = """() => {
   // behind a scrollbar. Inline elements have no box (both widths 0).
   const overflowing = [...article.querySelectorAll("*")]
     .filter((e) => e.scrollWidth > e.clientWidth + 1).map(name);
-  // (a traceback's message may wrap: it is not a table)
+  // (a traceback's too: chapters show an expected error folded, `shows_error`)
   const wrapping = [...article.querySelectorAll("div.cell_output pre")]
-    .filter((pre) => !pre.closest(".traceback"))
     .filter((pre) => getComputedStyle(pre).whiteSpace !== "pre").map(name);
   // The right-hand contents column and the page itself stay inside the window.
   const toc = document.querySelector(".bd-sidebar-secondary");
