@@ -132,13 +132,14 @@ def test_est_1_sdk_run_of_assistant_items_continued_by_the_next_call() -> None:
 
 
 def test_the_price_cache_stays_bounded() -> None:
-    from histtrim.integrations._trimmer import Trimmer
+    from histtrim.integrations._trimmer import ENTRY_BYTES, Trimmer
 
     trimmer = Trimmer(budget_tokens=100)
     cache = trimmer.cache
-    for i in range(3 * cache.limit):
+    for i in range(3 * cache.budget // ENTRY_BYTES):
         cache.priced(ChatMessage.user(f"row {i}"))
-    assert len(cache._rows) + len(cache._old_rows) <= 2 * cache.limit
+    assert cache.bytes <= cache.budget  # in bytes (issue 46 item 16)
+    assert len(cache._rows) + len(cache._old_rows) <= cache.budget // ENTRY_BYTES
 
 
 def test_pair_1_the_pairing_guard_scans_each_history_once_and_answers_as_a_full_scan() -> None:

@@ -12,7 +12,7 @@ import logging
 import operator
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
@@ -41,7 +41,6 @@ _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("cur
 _FACTS = attrgetter("facts")
 U = TypeVar("U")
 T = TypeVar("T")
-V = TypeVar("V")
 
 Rewrite = Callable[[T, ChatMessage], T]
 """Writes a framework's unit for a row the tool context edit changed (CTX-1..9): the unit
@@ -67,6 +66,17 @@ class Priced:
     current: int
 
 
+CACHE_BYTES = 4 << 20
+"""The price cache's budget per integration instance, in bytes: what its entries keep
+alive (each row's text, held by the framework's objects it is found by too, and
+`ENTRY_BYTES` for the entry itself). The call in progress always fits: the budget grows to
+twice that call's bytes while it runs, never for the calls before it, so the entries of a
+cancelled run age out with the next calls."""
+ENTRY_BYTES = 256
+"""What an entry costs beside its row's text (its keys, tuples and `Priced`): the bound
+for many small rows, as the text is for large ones."""
+
+
 class PriceCache:
     """Each unit's row and prices, computed once per integration instance.
 
@@ -75,35 +85,43 @@ class PriceCache:
     the identity of its objects (`anchors`, held while the entry lives, so an id is never
     reused under it), else by its row's content, which is what its price depends on (a
     framework that copies its messages pays for the row's text, never for the counter).
-    Two generations of at most `limit` entries each bound the memory; entries are pure
-    values, so concurrent calls can at worst price a row twice."""
+    Two generations bound the memory in bytes (`CACHE_BYTES`): when the newer one would pass
+    half the budget (or the bytes of the call in progress, if more: `fit`) it becomes the
+    older one and the older one is dropped; an entry found again moves to the newer one, so
+    a prefix passed on every call outlives the swap. Entries are pure values, so concurrent
+    calls can at worst price a row twice."""
 
-    def __init__(self, pricing: Pricing, limit: int = 8192) -> None:
+    def __init__(self, pricing: Pricing, budget: int = CACHE_BYTES) -> None:
         self.pricing = pricing
-        self.limit = limit
+        self.budget = budget
         self._ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
         self._old_ids: dict[Hashable, tuple[tuple[object, ...], Priced]] = {}
         self._rows: dict[tuple[str, str, int], Priced] = {}
         self._old_rows: dict[tuple[str, str, int], Priced] = {}
         self._groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
         self._old_groups: dict[Hashable, tuple[tuple[object, ...], tuple[Any, ...]]] = {}
+        self._bytes = 0  # the newer generation's entries
+        self._old_bytes = 0
+        self._call = 0  # what the call in progress found or made since `fit`
+        self._counting = False  # no call counts before the first `fit`
+
+    @property
+    def bytes(self) -> int:
+        """The bytes its entries keep alive: at most `budget`, or twice the call in
+        progress when that is more."""
+        return self._bytes + self._old_bytes
 
     def get(
         self, anchors: tuple[object, ...], build: Callable[[], tuple[ChatMessage, int]]
     ) -> Priced:
         """The unit's priced row: cached by its objects' identity, else by its row."""
         key = tuple(map(id, anchors))
-        hit = self._recall(self._ids, self._old_ids, key)
+        hit = self._recall("_ids", key)
         if hit is not None:
-            return hit[1]
-        row, parts = build()
-        content = (row.role, row.content, parts)
-        priced = self._rows.get(content) or self._old_rows.get(content)
-        if priced is None:
-            older, current = self.pricing.both(row, parts)
-            priced = Priced(row, older, current)
-        self._keep(content, priced)
-        self._ids[key] = (anchors, priced)
+            found: Priced = hit[1]
+            return found
+        priced = self.priced(*build())
+        self._put("_ids", key, (anchors, priced), _entry_bytes((priced,)))
         return priced
 
     def group(
@@ -112,43 +130,71 @@ class PriceCache:
         """`get` for an object that stands for several units (a pydantic-ai request's parts):
         each unit's tag (`build`'s first item) and priced row."""
         key = tuple(map(id, anchors))
-        hit = self._recall(self._groups, self._old_groups, key)
+        hit = self._recall("_groups", key)
         if hit is not None:
-            return hit[1]
+            group: tuple[tuple[T, Priced], ...] = hit[1]
+            return group
         out = tuple((tag, self.priced(row, parts)) for tag, row, parts in build())
-        self._groups[key] = (anchors, out)
+        self._put("_groups", key, (anchors, out), _entry_bytes(p for _, p in out))
         return out
 
-    def _recall(self, new: dict[Hashable, V], old: dict[Hashable, V], key: Hashable) -> V | None:
-        """An entry found by its objects' identity, moved to the newer generation when it
-        has room (so a prefix passed on every call outlives the next swap)."""
-        hit = new.get(key) or old.get(key)
-        if hit is not None and len(new) < self.limit:
-            new[key] = hit
-        return hit
-
-    def _keep(self, content: tuple[str, str, int], priced: Priced) -> None:
-        if len(self._rows) >= self.limit or len(self._ids) >= self.limit or len(
-                self._groups) >= self.limit:
-            self._old_rows, self._rows = self._rows, {}
-            self._old_ids, self._ids = self._ids, {}
-            self._old_groups, self._groups = self._groups, {}
-        self._rows[content] = priced
-
-    def fit(self, units: int) -> None:
-        """Room for a call of `units` units and the next one: a history longer than the
-        limit would otherwise evict itself on every call."""
-        self.limit = max(self.limit, 2 * units + 1024)
-
     def priced(self, row: ChatMessage, parts: int = 0) -> Priced:
-        """A row the framework does not hold (the instructions): by its content only."""
+        """A unit's row by its content only (also a row the framework does not hold, the
+        instructions)."""
         content = (row.role, row.content, parts)
-        priced = self._rows.get(content) or self._old_rows.get(content)
+        priced = self._rows.get(content)
+        if priced is not None:
+            return priced
+        priced = self._old_rows.get(content)
         if priced is None:
             older, current = self.pricing.both(row, parts)
             priced = Priced(row, older, current)
-            self._keep(content, priced)
+        self._put("_rows", content, priced, _entry_bytes((priced,)))
         return priced
+
+    def _recall(self, kind: str, key: Hashable) -> Any:
+        """An entry of `kind` (`_ids`, `_groups`) found by its objects' identity; found in
+        the older generation, it moves to the newer one (so a prefix passed on every call
+        outlives the next swap)."""
+        hit = getattr(self, kind).get(key)
+        if hit is not None:
+            if self._counting:
+                self._call += _entry_bytes(_priced_of(hit[1]))
+            return hit
+        hit = getattr(self, "_old" + kind).get(key)
+        if hit is not None:
+            self._put(kind, key, hit, _entry_bytes(_priced_of(hit[1])))
+        return hit
+
+    def _put(self, kind: str, key: Hashable, value: Any, size: int) -> None:
+        """Keep an entry of `size` bytes in the newer generation's `kind` map, retiring the
+        generation first when the entry would take it past its share: half the budget, or
+        what the call in progress touched if more."""
+        if self._counting:
+            self._call += size
+        if self._bytes + size > max(self.budget // 2, self._call):
+            self._old_rows, self._rows = self._rows, {}
+            self._old_ids, self._ids = self._ids, {}
+            self._old_groups, self._groups = self._groups, {}
+            self._old_bytes, self._bytes = self._bytes, 0
+        getattr(self, kind)[key] = value
+        self._bytes += size
+
+    def fit(self, units: int) -> None:
+        """A call of `units` units starts: the newer generation's share is at least
+        `ENTRY_BYTES` a unit plus the bytes of the entries the call finds or makes (a
+        history larger than the budget does not evict itself), and the calls before it
+        (ended or cancelled) no longer count."""
+        self._call, self._counting = units * ENTRY_BYTES, True
+
+
+def _priced_of(value: Priced | tuple[tuple[Any, Priced], ...]) -> Iterable[Priced]:
+    return (value,) if isinstance(value, Priced) else (p for _, p in value)
+
+
+def _entry_bytes(priced: Iterable[Priced]) -> int:
+    """What an entry keeps alive: its rows' text and `ENTRY_BYTES` each."""
+    return sum(len(p.row.content) + ENTRY_BYTES for p in priced)
 
 
 @dataclass
