@@ -19,6 +19,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from histtrim.adapters.formats import HistoryFile, breadcrumb_record
+from histtrim.adapters.numbers import KEEPING, dumps_kept
 from histtrim.estimate import message_cost
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import plan_held_trim
@@ -181,18 +182,43 @@ def write_history_chunks(
             yield bom
         yield from _pretty_body(hf, ends, head, crumb, tail)
         return
-    records: list[Any] = [hf.record(i) for i in head]
+    body, parsed = hf.body, None
+    if hf.number_marks[0]:  # a float may be written otherwise: read again, numbers as written
+        kept = _keeping(hf.data)
+        parsed = kept.get("messages") if isinstance(kept, dict) else kept
+        if isinstance(kept, dict) and hf.body is not None:
+            body = {**kept, "messages": None}
+    if not isinstance(parsed, list) or len(parsed) != hf.records:
+        parsed = None  # not read as the fast reader read it: its records are written
+    records: list[Any] = [hf.record(i) if parsed is None else parsed[i] for i in head]
     if crumb is not None:
         records.append(crumb)
-    records.extend(hf.record(i) for i in tail)
+    records.extend(hf.record(i) if parsed is None else parsed[i] for i in tail)
     document: Any = records
-    if hf.body is not None:
-        document = {**hf.body, "messages": records}
+    if body is not None:
+        document = {**body, "messages": records}
     try:
-        out = json.dumps(document, indent=2, ensure_ascii=False).encode("utf-8")
+        out = dumps_kept(document, _indented).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate in some field: written as its escape
-        out = json.dumps(document, indent=2).encode("ascii")
+        out = dumps_kept(document, _indented_ascii).encode("ascii")
     yield bom + out + b"\n"
+
+
+def _indented(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _indented_ascii(value: Any) -> str:
+    return json.dumps(value, indent=2)
+
+
+def _keeping(text: bytes) -> Any:
+    """`text` parsed with its numbers kept as written (`numbers.KEEPING`); None when Python's
+    parser does not read it as the fast reader did (the parsed records are written then)."""
+    try:
+        return KEEPING.decode(text.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
 
 
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
@@ -218,8 +244,15 @@ def _body_ends(hf: HistoryFile) -> tuple[bytes, bytes] | None:
     before and after the messages; None when the body cannot be written so (the caller's
     whole-document `json.dumps` then decides)."""
     assert hf.body is not None
+    body = hf.body
+    around = hf.data[: hf.spans[0]] + hf.data[hf.spans[-1] :]  # the body, no message in it
+    if not _plain_numbers(around):  # a float may be written otherwise: numbers as written
+        kept = _keeping(around)
+        if not isinstance(kept, dict):
+            return None
+        body = {**kept, "messages": None}
     try:
-        skeleton = json.dumps({**hf.body, "messages": _MESSAGES}, indent=2, ensure_ascii=False)
+        skeleton = dumps_kept({**body, "messages": _MESSAGES}, _indented)
         parts = skeleton.split(json.dumps(_MESSAGES))
         if len(parts) != 2:
             return None
@@ -262,25 +295,30 @@ def _pretty_items(hf: HistoryFile, records: range) -> Iterator[bytes]:
     items of the body's `messages` (4 spaces in, each nested level 2 more), in chunks of
     `_CHUNK` records: pydantic-core's writer (the same text for strings, integers, booleans,
     null, lists and objects), `json.dumps` for a chunk whose input holds a float or a
-    constant or that pydantic-core cannot write."""
+    constant (read and written with each number's text, `numbers.dumps_kept`) or that
+    pydantic-core cannot write."""
     data, spans = hf.data, hf.spans
     plain = not hf.number_marks[1]  # no record holds a float or a constant: skip the tests
     for first in range(records.start, records.stop, _CHUNK):
         last = min(first + _CHUNK, records.stop)
         # the records and the separators between them, as the input wrote them
         region = data[spans[2 * first] : spans[2 * last - 1]]
-        try:
-            chunk = from_json(b"[" + region + b"]")
-        except ValueError:  # read once already; the record's own parse names the problem
-            chunk = [hf.record(i) for i in range(first, last)]
-        if plain or _plain_numbers(region):
+        # a float may be written otherwise: read with its numbers as written
+        numbers = plain or _plain_numbers(region)
+        chunk = None if numbers else _keeping(b"[" + region + b"]")
+        if chunk is None:
+            try:
+                chunk = from_json(b"[" + region + b"]")
+            except ValueError:  # read once already; the record's own parse names the problem
+                chunk = [hf.record(i) for i in range(first, last)]
+        if numbers:
             try:  # the items one level deeper: {"m": [...]} puts them 4 spaces in
                 text = to_json({"m": chunk}, indent=2)
                 yield text[len(_WRAPPED_OPEN) : -len(_WRAPPED_CLOSE)]
                 continue
             except PydanticSerializationError:
                 pass
-        text = json.dumps(chunk, indent=2, ensure_ascii=False).encode("utf-8")
+        text = dumps_kept(chunk, _indented).encode("utf-8")
         # "[\n  A,\n  B\n]" -> "    A,\n    B"
         yield b"  " + text[2:-2].replace(b"\n", b"\n  ")
 

@@ -5,13 +5,10 @@ written, and output that is always standard JSON."""
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
-import uuid
-from collections.abc import Callable
 from typing import Any
 
+from histtrim.adapters.numbers import keep_float, keep_int
 from histtrim.cli.errors import InputError
 
 STDIN = "-"
@@ -27,28 +24,11 @@ class _Refused:
         self.problem = problem
 
 
-class RawFloat(float):
-    """A float parsed from text, kept with that text: a number outside a double's range
-    (`1e400`) is written back as written, never as `Infinity`."""
-
-    text: str
-
-    def __new__(cls, text: str) -> RawFloat:
-        value = super().__new__(cls, text)
-        value.text = text
-        return value
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    return value if math.isfinite(value) else RawFloat(text)
-
-
 def _parse_int(text: str) -> int | _Refused:
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
         return _Refused(f"an integer of {digits} digits (the limit is {MAX_INT_DIGITS})")
-    return int(text)
+    return keep_int(text)
 
 
 def _parse_constant(name: str) -> _Refused:
@@ -56,7 +36,7 @@ def _parse_constant(name: str) -> _Refused:
 
 
 DECODER = json.JSONDecoder(
-    parse_float=_parse_float, parse_int=_parse_int, parse_constant=_parse_constant
+    parse_float=keep_float, parse_int=_parse_int, parse_constant=_parse_constant
 )
 """The decoder sessions are read with: what it refuses, `check_value` reports."""
 CONFIG_DECODER = json.JSONDecoder(parse_int=_parse_int)
@@ -132,30 +112,3 @@ def _text_problem(text: str) -> str | None:
     except UnicodeEncodeError as error:
         return f"a lone surrogate ({text[error.start]!a}) is not Unicode text"
     return None
-
-
-def dumps(value: Any, dump: Callable[[Any], str]) -> str:
-    """`dump(value)` (a `json.dumps` with `allow_nan=False`), with every `RawFloat` written
-    as the text it was read from: standard JSON, whatever the numbers were.
-
-    Each such number is dumped as a placeholder string (a random token and its index) and the
-    placeholders are swapped back in one pass over the output (a `str.replace` per number was
-    quadratic: 67 s for a 960 KB file of them)."""
-    raw: list[str] = []
-    token = uuid.uuid4().hex
-
-    def swap(item: Any) -> Any:
-        if isinstance(item, RawFloat):
-            raw.append(item.text)
-            return f"{token}:{len(raw) - 1}"
-        if isinstance(item, dict):
-            return {k: swap(v) for k, v in item.items()}
-        if isinstance(item, list):
-            return [swap(v) for v in item]
-        return item
-
-    text = dump(swap(value))
-    if not raw:
-        return text
-    placeholder = re.compile(f'"{token}:([0-9]+)"')
-    return placeholder.sub(lambda found: raw[int(found.group(1))], text)

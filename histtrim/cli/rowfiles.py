@@ -5,15 +5,17 @@ strict reader refuses or keeps as written) goes to `sessions.read_session`."""
 
 from __future__ import annotations
 
+import math
 import re
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 
 from histtrim.adapters.formats import HistoryFile, read_history, sniff_format
+from histtrim.adapters.numbers import RawFloat
 from histtrim.adapters.records import Format, FormatError
 from histtrim.cli.errors import InputError
-from histtrim.cli.jsontext import BOM, RawFloat, check_value, decode, loads
+from histtrim.cli.jsontext import BOM, check_value, decode, loads
 from histtrim.cli.positions import array_offsets, line_numbers, messages_offset, skip_space
 
 _CONSTANT = re.compile(rb"[:,\[]\s*-?(?:NaN|Infinity)")
@@ -70,7 +72,7 @@ def _check_strictly(source: str, data: bytes) -> None:
         stack = [document]
         while stack:
             item = stack.pop()
-            if isinstance(item, RawFloat):
+            if isinstance(item, RawFloat) and math.isinf(item):
                 text = item.text
                 if len(text) > 40:  # one short line however many digits it has
                     text = f"{text[:12]}...{text[-12:]} ({len(text)} characters)"

@@ -13,11 +13,12 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from histtrim.adapters.formats import without_messages
+from histtrim.adapters.numbers import dumps_kept as dumps
 from histtrim.adapters.openai import from_openai
 from histtrim.adapters.openai_checks import OpenAIFormatError
 from histtrim.adapters.rewrite import line_ending
 from histtrim.cli.errors import InputError
-from histtrim.cli.jsontext import BOM, check_value, decode, display_name, dumps, loads, read_bytes
+from histtrim.cli.jsontext import BOM, check_value, decode, display_name, loads, read_bytes
 from histtrim.cli.positions import array_offsets, line_numbers, messages_offset, skip_space
 from histtrim.messages import ChatMessage, ConversationMessage
 from histtrim.turns import TurnIndex, index_turns, leading_system_count
