@@ -550,7 +550,9 @@ def test_each_recorded_call_is_priced_in_its_own_turn(tmp_path: Path) -> None:
     own_turn = [estimate_history_tokens(from_anthropic(messages[:end]).rows[:i])
                 for i, end in ((1, 4), (3, 4), (5, 6))]
     assert [c.estimate for c in session.calls] == own_turn
-    assert own_turn[1] - own_turn[0] < 2_000 < own_turn[2] - own_turn[1]  # image, then its text
+    # the image in its own turn (EST-2, EST-3), then the bytes of its row's short target
+    # (EST-4, never its base64 text: decision "Declared attachments of tool results")
+    assert 1_600 < own_turn[1] - own_turn[0] < 2_000 and own_turn[2] < own_turn[1] - 1_500
     assert [(c.recorded, c.cached) for c in session.calls] == [
         (20_000, 0), (21_700, 19_990), (21_800, 21_700)]
     assert session.hidden == 20_000 - own_turn[0]
