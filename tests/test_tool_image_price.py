@@ -118,3 +118,15 @@ def test_a_langchain_tool_screenshot_costs_what_the_anthropic_one_costs() -> Non
         ])
         costs.append(message_cost(rows[2], current_turn=False))
     assert costs[0] == costs[1] < 50
+
+
+def test_a_row_made_from_a_screenshot_is_not_written_as_an_empty_image() -> None:
+    """The row carries the image's priced target, not its data: writing the replay's item
+    back as an Anthropic message is refused, never an image block without data."""
+    from histtrim.adapters.anthropic import to_anthropic
+    from histtrim.carriers import to_chat_messages
+
+    items = anthropic_items(body(SMALL))
+    results = next(i for i in items if isinstance(i, ToolResults))
+    with pytest.raises(ValueError, match="an Anthropic image is a URL or base64 data"):
+        to_anthropic(to_chat_messages([results]))

@@ -64,11 +64,13 @@ def _image_block(attachment: Attachment) -> dict[str, Any]:
 
 
 def _url_image(target: str) -> dict[str, Any] | None:
-    """The image block of a URL or base64 `data:` target; None for anything else."""
+    """The image block of a URL or base64 `data:` target; None for anything else, a priced
+    target without its data included (`carriers.part_target`: the message that was read
+    holds the image, never a row made of it)."""
     if target.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": target}}
     media, sep, data = target.removeprefix("data:").partition(";base64,")
-    if target.startswith("data:") and sep and media:
+    if target.startswith("data:") and sep and media and data:
         return {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}
     return None
 
