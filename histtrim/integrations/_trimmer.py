@@ -144,6 +144,8 @@ class PriceCache:
         content = (row.role, row.content, parts)
         priced = self._rows.get(content)
         if priced is not None:
+            if self._counting:
+                self._call += _entry_bytes((priced,))
             return priced
         priced = self._old_rows.get(content)
         if priced is None:
