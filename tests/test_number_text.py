@@ -85,6 +85,8 @@ def test_a_trim_keeps_every_numbers_text(
     found = numbers_in(written)
     assert 0 < len(found) < len(numbers_in(layouts(records)[layout]))  # turns were dropped
     assert set(found) == {re.sub(r"\s+", "", META)}
+    if fmt == "openai":  # every kept record but the breadcrumb
+        assert len(found) == written.count('"role"') - 1
     if "body" in layout:
         assert '"temperature": 0.1e1' in written and '"top_p": 1.0e0' in written
 
@@ -101,6 +103,7 @@ def test_the_session_reader_keeps_every_numbers_text(
     capsys.readouterr()
     found = numbers_in(written)
     assert found and set(found) == {re.sub(r"\s+", "", META)}
+    assert len(found) == written.count('"role"') - 1  # every kept record but the breadcrumb
     if policy == "clear-openai-trimmer":
         assert "[tool output trimmed]" in written  # a record was rewritten
     if "body" in layout:
