@@ -16,7 +16,14 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from histtrim.carriers import json_object, parse_tool_calls, parse_tool_result, tool_call_ids
+from histtrim.carriers import (
+    ATTACHMENTS_HEADER,
+    json_object,
+    parse_tool_calls,
+    parse_tool_result,
+    tool_call_ids,
+    tool_results_carrier,
+)
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.low_water import request_points
 from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, Role, chat_rows
@@ -144,10 +151,80 @@ class _Result:
     row: int
     call_id: str | None
     names: tuple[str, ...]
+    """The tool each output answers (a carrier's id-named outputs resolved to their call's)."""
     content: str
+    images: bool
+    calls: tuple[tuple[str, int], ...]
+    """(call id, row) of the call each output answers: the nearest row before it that
+    issued the id (decision "Reused call ids")."""
 
 
 _TOOL_RESULT_OPEN = '<tool_result name="'
+_TOOL_RESULT_CLOSE = "\n</tool_result>"
+_ERROR_SUFFIX = " error"
+
+
+def carrier_sections(content: str) -> tuple[list[tuple[str, str]], str] | None:
+    """A `[Tool results]` carrier's (name, output) sections and the text after them, its
+    attachments block left out; None when the outputs hold the markup themselves (which
+    section ends where is then ambiguous) or the carrier is not the markup. One pass."""
+    if not content.startswith(TOOL_RESULTS_PREFIX + "\n"):
+        return None
+    body = content[len(TOOL_RESULTS_PREFIX) + 1:]
+    header = ATTACHMENTS_HEADER.match(body)
+    if header is not None and body[header.end():header.end() + 1] in ("\n", ""):
+        count = int(header.group(1)) if len(header.group(1)) < 7 else 10**7
+        lines = body.split("\n", count + 1)
+        if len(lines) <= count + 1:
+            return None
+        body = lines[-1]
+    sections: list[tuple[str, str]] = []
+    at = 0
+    while body.startswith(_TOOL_RESULT_OPEN, at):
+        name_end = body.find('">\n', at)
+        if name_end < 0:
+            return None
+        name = body[at + len(_TOOL_RESULT_OPEN):name_end]
+        close = body.find(_TOOL_RESULT_CLOSE, name_end + 3)
+        if close < 0 or '"' in name or "\n" in name:
+            return None
+        sections.append((name, body[name_end + 3:close]))
+        at = close + len(_TOOL_RESULT_CLOSE)
+        if body.startswith("\n" + _TOOL_RESULT_OPEN, at):
+            at += 1
+    if not sections or body.count(_TOOL_RESULT_OPEN) != len(sections):
+        return None
+    if body.count(_TOOL_RESULT_CLOSE[1:]) != len(sections):
+        return None
+    return sections, body[at:]
+
+
+@lru_cache(maxsize=1 << 16)
+def _calls(content: str) -> tuple[tuple[str, str], ...]:
+    """(id, name) of each native call an assistant row with this text dispatches. Cached: a
+    request is rebuilt at every provider call, and its rows are the previous request's."""
+    parsed = parse_tool_calls(ChatMessage(role="assistant", content=content))
+    return () if parsed is None else tuple((c.id, c.name) for c in parsed.calls)
+
+
+@lru_cache(maxsize=1 << 16)
+def _answer(content: str) -> tuple[str, str, bool] | None:
+    """(call id, output, holds images) of a tool row with this text; None when its envelope
+    is unreadable."""
+    result = parse_tool_result(ChatMessage(role="tool", content=content))
+    if result is None:
+        return None
+    return result.tool_call_id, result.content, bool(result.attachments)
+
+
+@lru_cache(maxsize=1 << 16)
+def _carrier(content: str) -> tuple[tuple[str, ...], bool]:
+    """The names a carrier's outputs carry (a tool's, or a call id, `id error` for a
+    failed one) and whether it declares images."""
+    found = carrier_sections(content)
+    names = tuple(n for n, _ in found[0]) if found is not None else _carrier_names(content)
+    lines = content.split("\n", 2)
+    return names, len(lines) > 1 and ATTACHMENTS_HEADER.fullmatch(lines[1]) is not None
 
 
 def _carrier_names(content: str) -> tuple[str, ...]:
@@ -164,23 +241,10 @@ def _carrier_names(content: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@lru_cache(maxsize=1 << 16)
-def _calls(content: str) -> tuple[tuple[str, str], ...]:
-    """(id, name) of each native call an assistant row with this text dispatches. Cached: a
-    request is rebuilt at every provider call, and its rows are the previous request's."""
-    parsed = parse_tool_calls(ChatMessage(role="assistant", content=content))
-    return () if parsed is None else tuple((c.id, c.name) for c in parsed.calls)
-
-
-@lru_cache(maxsize=1 << 16)
-def _answer(content: str) -> tuple[str, str] | None:
-    """(call id, output) of a tool row with this text; None when its envelope is unreadable."""
-    result = parse_tool_result(ChatMessage(role="tool", content=content))
-    return None if result is None else (result.tool_call_id, result.content)
-
-
-def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], dict[str, int]]:
-    """The tool results after `start`, with the tool each answers, and the row of each call."""
+def _results(rows: Sequence[ChatMessage], start: int) -> list[_Result]:
+    """The tool results after `start`, each with the tool it answers and its call's row.
+    An output named by a call id (an Anthropic `tool_use_id`) is named by that call's tool:
+    one naming in every format (CTX-6's `exclude_tools`)."""
     names: dict[str, str] = {}
     call_row: dict[str, int] = {}
     found: list[_Result] = []
@@ -194,12 +258,35 @@ def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], di
         elif row.role == "tool":
             answer = _answer(row.content)
             if answer is not None:  # an unreadable legacy row is never rewritten
-                tool = names.get(answer[0])
-                found.append(_Result(i, answer[0], () if tool is None else (tool,), answer[1]))
+                call_id, output, images = answer
+                tool = names.get(call_id)
+                at = call_row.get(call_id)
+                found.append(_Result(
+                    i, call_id, () if tool is None else (tool,), output, images,
+                    () if at is None else ((call_id, at),),
+                ))
         elif row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
             body = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
-            found.append(_Result(i, None, _carrier_names(row.content), body))
-    return found, call_row
+            raw, images = _carrier(row.content)
+            tools: list[str] = []
+            calls: list[tuple[str, int]] = []
+            for name in raw:
+                call_id = name if name in names else name.removesuffix(_ERROR_SUFFIX)
+                if call_id in names:
+                    tools.append(names[call_id])
+                    calls.append((call_id, call_row[call_id]))
+                else:
+                    tools.append(name)
+            found.append(_Result(i, None, tuple(tools), body, images, tuple(calls)))
+    return found
+
+
+def _preview(text: str, placeholder: str, preview: int) -> str:
+    """CTX-7: the placeholder, then the output's first `preview` characters when it is
+    longer."""
+    if preview and len(text) > preview:
+        return f"{placeholder}\n{text[:preview]}"
+    return placeholder
 
 
 @lru_cache(maxsize=1 << 16)
@@ -207,13 +294,19 @@ def _cleared_content(
     role: str, call_id: str | None, content: str, placeholder: str, preview: int
 ) -> str:
     """The result with its output replaced (CTX-7): a tool row keeps its call id (its images
-    go with the output); a carrier keeps its prefix. Cached: each request clears again."""
-    text = placeholder
-    if preview and len(content) > preview:
-        text = f"{placeholder}\n{content[:preview]}"
+    go with the output); a carrier keeps each section's name, each output its own preview
+    (one whose outputs hold the markup is cleared whole, without one). Cached: each request
+    clears again."""
     if role == "tool":
-        return _compact({"tool_call_id": call_id, "content": text})
-    return f"{TOOL_RESULTS_PREFIX}\n{text}"
+        return _compact({"tool_call_id": call_id, "content": _preview(content, placeholder,
+                                                                      preview)})
+    found = carrier_sections(content)
+    if found is None:
+        return f"{TOOL_RESULTS_PREFIX}\n{placeholder}"
+    sections, tail = found
+    cleared = tool_results_carrier(
+        [(name, _preview(output, placeholder, preview)) for name, output in sections])
+    return cleared.content + tail
 
 
 @lru_cache(maxsize=1 << 16)
@@ -263,7 +356,7 @@ def clear_tool_results(
     Linear in the rows."""
     rows = chat_rows(history)
     start = _body_start(rows, crumb_present)
-    results, call_row = _results(rows, start)
+    results = _results(rows, start)
     if not results:
         return ToolContextEdit.identity(rows)
     pricing = Pricing(policy, token_counter)
@@ -272,15 +365,19 @@ def clear_tool_results(
     excluded = set(settings.exclude_tools)
     candidates = [
         r for r in results
-        if not excluded.intersection(r.names) and len(r.content) > settings.min_chars
+        if not excluded.intersection(r.names)
+        and (len(r.content) > settings.min_chars or r.images)
     ]
     placeholder, preview = settings.placeholder, settings.preview_chars
     news = [
-        _cleared_content(rows[r.row].role, r.call_id, r.content, placeholder, preview)
+        _cleared_content(
+            rows[r.row].role, r.call_id, r.content if r.call_id is not None
+            else rows[r.row].content, placeholder, preview,
+        )
         for r in candidates
     ]
     freed = list(accumulate(
-        (costs[r.row] - _text_cost(pricing, rows[r.row].role, new)
+        (max(costs[r.row] - _text_cost(pricing, rows[r.row].role, new), 0)
          for r, new in zip(candidates, news, strict=True)),
         initial=0,
     ))
@@ -333,8 +430,8 @@ def clear_tool_results(
     if settings.clear_inputs:
         by_call: dict[int, set[str]] = {}
         for r in candidates[:done]:
-            if r.call_id is not None and r.call_id in call_row:
-                by_call.setdefault(call_row[r.call_id], set()).add(r.call_id)
+            for call_id, at in r.calls:
+                by_call.setdefault(at, set()).add(call_id)
         for at, ids in sorted(by_call.items()):
             out[at] = _without_inputs(rows[at], ids)
             inputs += len(ids)
