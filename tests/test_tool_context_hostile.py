@@ -160,3 +160,36 @@ def test_item_11_trim_policy_takes_every_preset_on_an_anthropic_body(
                   and m["content"][0]["content"] != "w " * 40_000)
     assert cleared >= 2 and "result" in err and "cleared" in err
     assert sent["messages"][-1] == body["messages"][-1]  # the newest result is kept
+
+
+def test_item_12_agents_sdk_cleared_items_stay_valid_and_are_priced_as_sent() -> None:
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, from_units, to_rows
+
+    exit_0 = {"type": "exit", "exit_code": 0}
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "find it"},
+        {"type": "shell_call", "call_id": "s1", "action": {"commands": ["ls"]},
+         "status": "completed"},
+        {"type": "shell_call_output", "call_id": "s1",
+         "output": [{"stdout": "a" * 3000, "stderr": "b", "outcome": exit_0}]},
+        {"type": "tool_search_call", "call_id": "t1", "arguments": {"q": "mail"},
+         "execution": "client", "status": "completed"},
+        {"type": "tool_search_output", "call_id": "t1", "execution": "client",
+         "status": "completed", "tools": [{"type": "function", "name": "send",
+                                           "description": "d" * 3000, "parameters": {}}]},
+        {"type": "function_call", "call_id": "f1", "name": "read", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "f1", "output": "c" * 3000},
+    ]
+    trimming = HisttrimInputFilter(budget_tokens=100_000, policy=clear(keep=1))
+    done = trimming.trim(items, None)
+    sent: list[Any] = from_units(items, done.units)
+    shell, search = sent[2], sent[4]
+    assert shell["output"] == [{"stdout": "[cleared]", "stderr": "", "outcome": exit_0}]
+    assert search["tools"] == [] and "output" not in search
+    assert sent[6] == items[6]  # the newest result is kept
+    assert items[4]["tools"][0]["description"] == "d" * 3000  # the input is untouched
+    _, written = to_rows(sent)
+    pricing = Pricing(Policy())
+    # what is sent is priced as cleared: the search output's other keys (`execution`) are
+    # the few tokens between the written item and the placeholder
+    assert 0 <= pricing.total(written) - done.tokens <= 10
