@@ -160,9 +160,9 @@ def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInp
 
 def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Unit]:
     """Writes the items of a unit the tool context edit changed (CTX-1..9), new dicts: a
-    cleared output keeps its `call_id` and gets the placeholder as an output of its own type
-    (`_cleared_output`); a collapse summary is one assistant message in place of the calls; a call whose
-    inputs were cleared keeps its `call_id` and name, its `arguments` "{}"."""
+    cleared output keeps its `call_id` and gets the placeholder as an output of its own
+    type (`_cleared_output`); a collapse summary is one assistant message in place of the
+    calls; a call whose inputs were cleared keeps its `call_id` and name, its `arguments` "{}"."""
 
     def rewrite(unit: Unit, row: ChatMessage) -> Unit:
         old = [items[i] for i in unit]
