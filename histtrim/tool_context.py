@@ -1,4 +1,4 @@
-"""CTX-1..9: tool context retention, a request-time edit of the provider-facing rows.
+"""CTX-1..10: tool context retention, a request-time edit of the provider-facing rows.
 
 Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
 (`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
@@ -27,7 +27,7 @@ from histtrim.carriers import (
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.low_water import request_points
 from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, Role, chat_rows
-from histtrim.policy import SPEC, Policy, ToolContext
+from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
 from histtrim.turns import crumb_slot, leading_system_count
 
 PARSE_ERROR_PREFIX = "[Tool call parse error]"
@@ -347,12 +347,19 @@ def clear_tool_results(
     crumb_present: bool = False,
     policy: Policy = SPEC,
     token_counter: TokenCounter | None = None,
+    budget_tokens: int | None = None,
 ) -> ToolContextEdit:
     """CTX-6..9: the oldest eligible tool results replaced by `settings.placeholder`, their
     calls kept. Eligible: not among the newest `keep` results (or in the newest `keep` turns),
-    not a tool of `exclude_tools`, longer than `min_chars`. A request estimated above
-    `trigger_tokens` clears; with `hold` the trigger reads the request as sent, replayed over
-    the requests the history records, so between two clears each request extends the last.
+    not a tool of `exclude_tools`, longer than `min_chars` (or holding an image). A request
+    estimated above `trigger_tokens` clears; with `hold` the trigger reads the request as
+    sent, replayed over the requests the history records, so between two clears each request
+    extends the last.
+
+    CTX-10, with a positive `budget_tokens` (the budget the whole-turn trim applied): a
+    request still over it as sent clears the oldest eligible results but the newest `keep`
+    (the running turn's too), in one batch down to the policy's low-water mark of the
+    budget; replayed like `hold`, so between two such clears each request extends the last.
     Linear in the rows."""
     rows = chat_rows(history)
     start = _body_start(rows, crumb_present)
@@ -413,12 +420,30 @@ def clear_tool_results(
             return done
         return upto
 
+    fit_goal = 0 if not budget_tokens else low_water_tokens(
+        budget_tokens, policy.token_trim_target)
+
+    def fit_from(done: int, end: int) -> int:
+        """CTX-10: candidates cleared once request `rows[:end]` is over the budget as sent:
+        all but the newest `keep` results, from the oldest, until it fits the low water."""
+        present = bisect_left(result_rows, end)
+        limit = result_rows[present - settings.keep] if present > settings.keep else 0
+        if not settings.keep:
+            limit = end
+        most = bisect_left(cand_rows, limit)
+        upto = done
+        while upto < most and full[end] - freed[upto] > fit_goal:
+            upto += 1
+        return upto
+
     n = len(rows)
     done = 0
-    if settings.hold:
+    if settings.hold or budget_tokens:
         for end in request_points(rows):
-            if full[end] - freed[done] > trigger:
-                done = clear_from(done, end)
+            if (settings.hold or end == n) and full[end] - freed[done] > trigger:
+                done = max(done, clear_from(done if settings.hold else 0, end))
+            if budget_tokens and full[end] - freed[done] > budget_tokens:
+                done = fit_from(done, end)
     elif full[n] > trigger:
         done = clear_from(0, n)
     if not done:
@@ -447,15 +472,17 @@ def edit_tool_context(
     *,
     crumb_present: bool = False,
     token_counter: TokenCounter | None = None,
+    budget_tokens: int | None = None,
 ) -> ToolContextEdit:
     """The request the policy's `tool_context` sends for these rows: the one entry point of
-    every path (library, Agent, adapters, CLI, review)."""
+    every path (library, Agent, adapters, CLI, review). `budget_tokens`, the budget the
+    whole-turn trim applied: a clear policy fits a request still over it (CTX-10)."""
     settings = policy.tool_context
     if settings.mode == "collapse":
         return collapse_tool_context(history, settings.keep_turns, crumb_present=crumb_present)
     if settings.mode == "clear":
         return clear_tool_results(
             history, settings, crumb_present=crumb_present, policy=policy,
-            token_counter=token_counter,
+            token_counter=token_counter, budget_tokens=budget_tokens,
         )
     return ToolContextEdit.identity(chat_rows(history))

@@ -261,13 +261,15 @@ class Agent:
     def _request(self) -> tuple[list[ChatMessage], int]:
         """The rows to send and their estimate: the working history through the policy's
         tool context edit (CTX-1..9, a copy: the stored history and the ledger keep every
-        row, and the budget check before it reads them, decision-tool-context-order)."""
+        row, and the budget check before it reads them, decision-tool-context-order); a
+        request whole turns left over the budget is fitted to it (CTX-10)."""
         rows = self.working_history()
         if self.policy.tool_context.mode == "off":
             return rows, self._ledger.total
         edit = edit_tool_context(
             rows, self.policy, crumb_present=self._store.crumb,
             token_counter=self._ledger.token_counter,
+            budget_tokens=self.runtime.effective_context_budget(),
         )
         if not edit.changed:
             return rows, self._ledger.total

@@ -45,7 +45,7 @@ from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy, low_water_tokens
 from histtrim.reported_usage import PROVIDER_UNITS, calibrated, scaled_budget
 from histtrim.route import ResolvedRuntime
-from histtrim.tool_context import edit_tool_context
+from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex, index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim, trim_structured
@@ -167,7 +167,8 @@ def _edit_tool_context(
     rows = list(outcome.written)
     records = session.records if outcome.records is None else outcome.records
     edit = edit_tool_context(
-        rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter
+        rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter,
+        budget_tokens=limits.budget,
     )
     if not edit.changed:
         return
@@ -176,9 +177,7 @@ def _edit_tool_context(
         records[src] if row is rows[src] else write(records[src], row)
         for row, src in zip(edit.messages, edit.source_rows, strict=True)
     ]
-    outcome.written = edit.messages
-    outcome.tokens = limits.pricing.total(edit.messages)
-    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results)
+    _sent(outcome, edit, limits)
 
 
 def _edited_row(record: dict[str, Any], row: ChatMessage) -> dict[str, Any]:
@@ -346,22 +345,31 @@ def _edit_file(
         rows.insert(trim.body_start, breadcrumb_message())
         records.insert(trim.body_start, anthropic_breadcrumb())
     edit = edit_tool_context(rows, limits.policy, crumb_present=trim.crumb_present,
-                             token_counter=limits.pricing.counter)
+                             token_counter=limits.pricing.counter, budget_tokens=limits.budget)
     if not edit.changed:
         return None
     messages = [
         records[src] if row is rows[src] else anthropic_message(records[src], row)
         for row, src in zip(edit.messages, edit.source_rows, strict=True)
     ][system:]
-    outcome.written = edit.messages
-    outcome.tokens = limits.pricing.total(edit.messages)
-    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results)
+    _sent(outcome, edit, limits)
     document: Any = messages if hf.body is None else {**hf.body, "messages": messages}
     newline = line_ending(hf.data)
     if hf.layout == "jsonl":
         return b"".join(json.dumps(m, ensure_ascii=False).encode() + newline
                         for m in messages)
     return json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+def _sent(outcome: _Outcome, edit: ToolContextEdit, limits: _Limits) -> None:
+    """The outcome as the edited request (CTX-1..10): its rows, its tokens (the last event's
+    too: what is sent) and the summary's note."""
+    outcome.written = edit.messages
+    outcome.tokens = limits.pricing.total(edit.messages)
+    if outcome.events:
+        last = outcome.events[-1].model_copy(update={"tokens_after": outcome.tokens})
+        outcome.events = [*outcome.events[:-1], last]
+    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results)
 
 
 def _tool_note(collapsed: int, cleared: int) -> str:

@@ -493,8 +493,9 @@ class Trimmer:
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
-        self._emit(plan.events)
-        return self._rebuild(plan, units, priced, crumb, seen, rewrite)
+        done = self._rebuild(plan, units, priced, crumb, seen, rewrite, self.budget_tokens)
+        self._emit(done.events)
+        return done
 
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
@@ -574,8 +575,9 @@ class Trimmer:
         target = self.policy.reactive_tokens(size)
         plan = self._plan(range(len(priced)), priced, crumb_present, target, None)
         plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
-        self._emit(plan.events)
-        return self._rebuild(plan, units, priced, crumb, None, rewrite)
+        done = self._rebuild(plan, units, priced, crumb, None, rewrite, target)
+        self._emit(done.events)
+        return done
 
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
@@ -608,27 +610,29 @@ class Trimmer:
 
     def _rebuild(
         self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
-        seen: Seen | None, rewrite: Rewrite[U] | None = None,
+        seen: Seen | None, rewrite: Rewrite[U] | None = None, budget: int = 0,
     ) -> Trimmed[U]:
         """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end;
-        with `rewrite`, then the policy's tool context edit of them (`_edited`)."""
+        with `rewrite`, then the policy's tool context edit of them (`_edited`), fitted to
+        `budget` (CTX-10)."""
         out = kept_items(units, plan.positions, crumb)
         offset = 0 if seen is None else len(priced) - len(seen.priced)
         done = Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
                        list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
-        return self._edited(done, rewrite)
+        return self._edited(done, rewrite, budget)
 
-    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U]) -> Trimmed[U]:
+    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0) -> Trimmed[U]:
         """The request the policy's tool context sends (CTX-1..9), made from the kept rows
         alone (so the same history gives the same request): an unchanged unit is the
         framework's own object, a changed one is written by `rewrite`. The estimate of what
         is sent (`tokens`) is the edited rows'; `positions` are dropped (the units are no
-        longer the history's own, position for position)."""
+        longer the history's own, position for position). A request still over `budget`
+        is fitted to it (CTX-10); the last event then reports the tokens sent."""
         edit = edit_tool_context(
             done.rows, self.policy, crumb_present=done.crumb_present,
-            token_counter=self.token_counter,
+            token_counter=self.token_counter, budget_tokens=budget,
         )
         if not edit.changed:
             return done
@@ -643,8 +647,11 @@ class Trimmer:
                 price = self.pricing.plain(row)
                 priced.append(Priced(row, price, price))
         tokens = self.pricing.total(edit.messages)
+        events = done.events
+        if events and events[-1].counter != PROVIDER_UNITS:
+            events = (*events[:-1], events[-1].model_copy(update={"tokens_after": tokens}))
         return replace(done, units=units, rows=edit.messages, priced=priced, tokens=tokens,
-                       positions=(), tool_context=edit)
+                       positions=(), tool_context=edit, events=events)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""

@@ -1,0 +1,121 @@
+"""CTX-10: the running turn fitted to the budget. When whole turns cannot bring a request
+under the budget, the clear policy clears the oldest results of the kept turns (the running
+one too, never its newest `keep`) down to the low-water mark, every call paired, and the
+result and the event report what is sent."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from histtrim.adapters.openai import from_openai, trim_openai
+from histtrim.cli.sessions import read_session
+from histtrim.counting import Pricing
+from histtrim.low_water import request_points
+from histtrim.messages import ChatMessage, ToolCall
+from histtrim.pairing import validate_tool_pairing
+from histtrim.policy import Policy, ToolContext
+from histtrim.tool_context import clear_tool_results, edit_tool_context
+from histtrim.trim import TrimResult
+
+M = ChatMessage
+ROOT = Path(__file__).parent.parent
+ONE_TURN = (ROOT / "examples/real/swe-agent"
+            / "marshmallow-1867-function-calling-replace-from-source.jsonl")
+ANTHROPIC = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=100_000))
+"""The Anthropic preset: its own trigger (100,000) never fires on these sessions."""
+PRICES = Pricing(Policy())
+
+
+def one_turn(rounds: int = 12) -> list[ChatMessage]:
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(rounds):
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 2000)]
+    return rows
+
+
+def test_ctx_10_a_one_turn_request_is_fitted_down_to_the_low_water_mark() -> None:
+    rows = one_turn()
+    assert PRICES.total(rows) > 6000
+    assert not clear_tool_results(rows, ANTHROPIC.tool_context).changed  # its trigger alone
+    edit = edit_tool_context(rows, ANTHROPIC, budget_tokens=4000)
+    assert PRICES.total(edit.messages) <= 4000
+    assert edit.messages[-6:] == rows[-6:]  # the newest 3 results and their calls are kept
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # with a low-water target, down to 70 % of the budget in one batch
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(7, 10)})
+    batched = edit_tool_context(rows, low, budget_tokens=4000)
+    assert PRICES.total(batched.messages) <= 2800 < PRICES.total(edit.messages)
+    # under the budget, nothing
+    assert not edit_tool_context(rows, ANTHROPIC, budget_tokens=10**6).changed
+    # collapse never touches the running turn: the fit belongs to the clear (CTX-10)
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=0))
+    assert not edit_tool_context(rows, collapse, budget_tokens=4000).changed
+
+
+def test_ctx_10_fitted_clears_are_batched_over_the_requests() -> None:
+    """Between two fits each request extends the last (the prompt cache keeps hitting)."""
+    rows = one_turn(30)
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(1, 2)})
+    sent = [edit_tool_context(rows[:end], low, budget_tokens=8000).messages
+            for end in request_points(rows)]
+    assert all(PRICES.total(r) <= 8000 for r in sent)
+    breaks = sum(1 for a, b in pairwise(sent) if b[: len(a)] != a)
+    assert 0 < breaks <= len(sent) // 4
+
+
+def test_ctx_10_trim_openai_reports_the_tokens_sent() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "fix it"}]
+    for n in range(12):
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"c{n}", "type": "function",
+                "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "o" * 2000}]
+    done = trim_openai(messages, budget_tokens=4000, policy=ANTHROPIC)
+    assert isinstance(done.result, TrimResult) and done.tool_context is not None
+    sent = PRICES.total(from_openai(done.records))
+    assert done.result.tokens_after == sent <= 4000
+    assert done.records[-6:] == messages[-6:]
+
+
+def test_ctx_10_on_a_real_one_turn_session_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SWE-agent run (one prompt, 13 tool rounds, 8,273 estimated tokens): no whole
+    turn can go, so before CTX-10 the request stayed at 8,273 against a 4,000 budget."""
+    from histtrim.cli import main
+
+    preset = ROOT / "examples/policies/clear-anthropic.toml"
+    out = tmp_path / "sent.jsonl"
+    assert main(["trim", str(ONE_TURN), "--budget", "4000", "--policy", str(preset),
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    session = read_session(str(out), None, out.read_bytes())
+    assert session.rows is not None
+    sent = PRICES.total(session.rows)
+    assert sent <= 4000 and f"{sent} tokens" in err and "cleared" in err
+    assert not any(p.is_error for p in validate_tool_pairing(session.rows))
+    original = [json.loads(line) for line in ONE_TURN.read_text().splitlines()]
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(written) == len(original) and written[-2:] == original[-2:]
+
+
+def test_ctx_10_the_agents_sdk_filter_fits_the_running_turn() -> None:
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    items: list[Any] = [{"role": "user", "content": "fix it"}]
+    for n in range(12):
+        items += [{"type": "function_call", "call_id": f"c{n}", "name": "bash",
+                   "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 2000}]
+    done = HisttrimInputFilter(budget_tokens=4000, policy=ANTHROPIC).trim(items, None)
+    assert done.tool_context is not None and done.tokens <= 4000
+    assert PRICES.total(done.rows) == done.tokens
