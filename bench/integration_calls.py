@@ -8,9 +8,10 @@ round (an assistant call and its result) between calls. For each integration, hi
 `ClearToolResults` defaults, CTX-6..10, issue 46), it prints the median CPU ms per call
 (process time: how long the host's event loop is blocked) over `--calls` calls after a
 first (cold) call, and how many times a `token_counter` was called per call (one call per
-new row is the floor: two per call here). The budget is a quarter of the history's estimate, so every call trims. Goals (issue
-38): at most 20 ms per call at 50k messages, and the held cut at most 1.5x the trim to fit;
-the clear too at most 20 ms per call at 50k messages (issue 46).
+new row is the floor: two per call here). The budget is a quarter of the history's
+estimate, so every call trims. Goals (issue 38): at most 20 ms per call at 50k messages,
+and the held cut at most 1.5x the trim to fit; the clear too at most 20 ms per call at 50k
+messages (issue 46).
 Run: `python bench/integration_calls.py` (needs the three framework extras).
 
 Hooks timed: LangChain `HisttrimMiddleware._request` (what `wrap_model_call` runs before the
