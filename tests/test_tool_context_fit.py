@@ -119,3 +119,56 @@ def test_ctx_10_the_agents_sdk_filter_fits_the_running_turn() -> None:
     done = HisttrimInputFilter(budget_tokens=4000, policy=ANTHROPIC).trim(items, None)
     assert done.tool_context is not None and done.tokens <= 4000
     assert PRICES.total(done.rows) == done.tokens
+
+
+def random_history(rng: Any, rounds: int) -> list[ChatMessage]:
+    """Turns of tool rounds: reused ids, images, carriers, tiny and large outputs."""
+    from histtrim.carriers import tool_results_carrier
+
+    rows = [M.system("sys")]
+    for n in range(rounds):
+        kind = rng.random()
+        if kind < 0.15:
+            rows.append(M.user(f"task {n}"))
+        cid = f"c{rng.randrange(6)}"
+        rows.append(M.assistant_tool_calls(None, [ToolCall(
+            id=cid, name=rng.choice(["bash", "read", "memory"]), arguments='{"a":1}')]))
+        size = rng.choice([0, 3, 200, 2000])
+        if kind < 0.25:
+            rows.append(tool_results_carrier([(cid, "p" * size), ("x", "q" * size)]))
+        else:
+            shots = ["https://x.example/s.png"] if rng.random() < 0.2 else None
+            rows.append(M.tool_result(cid, "o" * size, attachments=shots))
+        if rng.random() < 0.2:
+            rows.append(M.assistant(f"done {n}"))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_memo_edit_is_the_edit_made_anew(seed: int) -> None:
+    """`ClearMemo`: each edit resumed from the last one is the edit of the rows read anew,
+    and its `tokens` are the request's estimate."""
+    import random
+
+    from histtrim.tool_context import ClearMemo
+
+    rng = random.Random(seed)
+    rows = random_history(rng, 60)
+    settings = ToolContext(
+        mode="clear", keep=rng.choice([0, 1, 3]), keep_unit=rng.choice(["results", "turns"]),
+        trigger_tokens=rng.choice([0, 1500, 4000]), hold=rng.random() < 0.5,
+        clear_to=rng.choice([Fraction(0), Fraction(1, 2)]),
+        clear_at_least=rng.choice([0, 600]), clear_inputs=rng.random() < 0.5,
+        exclude_tools=rng.choice([(), ("memory",)]), preview_chars=rng.choice([0, 5]))
+    policy = Policy(tool_context=settings, token_trim_target=Fraction(7, 10))
+    budget = rng.choice([None, 3000, 6000])
+    memo = ClearMemo()
+    for end in range(2, len(rows) + 1, rng.choice([1, 3])):
+        made = edit_tool_context(rows[:end], policy, budget_tokens=budget)
+        resumed = edit_tool_context(rows[:end], policy, budget_tokens=budget, memo=memo)
+        assert resumed.messages == made.messages
+        assert (resumed.cleared, resumed.cleared_inputs) == (made.cleared, made.cleared_inputs)
+        if resumed.changed:
+            assert resumed.tokens == PRICES.total(resumed.messages)
+    other = edit_tool_context(rows[5:], policy, budget_tokens=budget, memo=memo)
+    assert other.messages == edit_tool_context(rows[5:], policy, budget_tokens=budget).messages
