@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from operator import is_
 from typing import Any, cast
 
 from histtrim.carriers import (
@@ -117,13 +118,19 @@ def message_rows(message: Any, m: int = 0) -> list[tuple[tuple[int, ...], ChatMe
         raise ValueError(f"messages[{m}]: {error}") from None
 
 
-def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[ModelMessage]:
+def from_units(
+    messages: Sequence[ModelMessage], units: Sequence[Unit],
+    copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] | None = None,
+) -> list[ModelMessage]:
     """The messages the units stand for, in order: a message whose parts are all kept is the
     original object; one with some parts kept is a copy holding them; `CRUMB` is the
-    breadcrumb request."""
+    breadcrumb request. `copies`, the copies the last request made (by their message): one
+    that sends the same parts of a message again (a clear's, CTX-6..10) reuses its copy;
+    it is left holding this request's copies only."""
     out: list[ModelMessage] = []
     group: list[Any] = []  # part indexes, or the parts a rewritten unit sends
     owner: int | None = None
+    made_now: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
 
     def flush() -> None:
         if owner is None:
@@ -132,8 +139,13 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
         if len(group) == len(message.parts) and all(isinstance(i, int) for i in group):
             out.append(message)
         else:
-            parts = [message.parts[i] if isinstance(i, int) else i for i in group]
-            out.append(replace(message, parts=parts))  # type: ignore[arg-type]
+            parts = tuple(message.parts[i] if isinstance(i, int) else i for i in group)
+            made = None if copies is None else copies.get(id(message))
+            if not (made is not None and made[0] is message and len(made[1]) == len(parts)
+                    and all(map(is_, made[1], parts))):
+                made = (message, parts, replace(message, parts=list(parts)))  # type: ignore[arg-type]
+            made_now[id(message)] = made
+            out.append(made[2])
 
     for unit in units:
         if unit == INSTRUCTIONS:
@@ -149,6 +161,9 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
         else:
             group.extend(kept)
     flush()
+    if copies is not None:
+        copies.clear()
+        copies.update(made_now)
     return out
 
 
@@ -178,7 +193,8 @@ def tool_context_unit(messages: Sequence[ModelMessage]) -> Callable[[Unit, ChatM
 
 
 def _sent(
-    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit]
+    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit],
+    copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] | None = None,
 ) -> list[ModelMessage]:
     """`from_units(messages, done.units)`, with the kept run that ends the history taken as a
     slice of `messages` when it starts a message (a whole-turn cut)."""
@@ -188,7 +204,7 @@ def _sent(
         if unit.message is not None and unit.message >= 0 and unit.parts[:1] == (0,):
             head = done.units[: len(done.units) - (len(units) - start)]
             return [*from_units(messages, head), *messages[unit.message :]]
-    return from_units(messages, done.units)
+    return from_units(messages, done.units, copies)
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -330,6 +346,8 @@ class HisttrimCapability(AbstractCapability[Any]):
         """Per run: the messages the last attempt was prepared from and what it sent."""
         self._retry: dict[str | None, list[ModelMessage]] = {}
         """Per run: what the attempt after an overflow sends."""
+        self._copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
+        """The message copies the last request sent (`from_units`)."""
 
     def trim(
         self, messages: Sequence[ModelMessage], instructions: str | None = None
@@ -344,7 +362,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units),
             rewrite=tool_context_unit(messages),
         )
-        return _sent(messages, units, done), done
+        return _sent(messages, units, done, self._copies), done
 
     def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message
