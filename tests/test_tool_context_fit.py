@@ -172,3 +172,19 @@ def test_a_memo_edit_is_the_edit_made_anew(seed: int) -> None:
             assert resumed.tokens == PRICES.total(resumed.messages)
     other = edit_tool_context(rows[5:], policy, budget_tokens=budget, memo=memo)
     assert other.messages == edit_tool_context(rows[5:], policy, budget_tokens=budget).messages
+
+
+def test_a_memo_sends_the_rows_it_is_given_when_equal_ones_come_back() -> None:
+    """A trim makes its breadcrumb row again at every call: the memo resumes, and the
+    request holds the row it was given, never the last call's equal one."""
+    from histtrim.messages import BREADCRUMB
+    from histtrim.tool_context import ClearMemo
+
+    body = one_turn(8)[2:]
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0))
+    memo = ClearMemo()
+    for end in (6, 10, 16):
+        rows = [M.system("sys"), M.user(BREADCRUMB), *body[:end]]
+        edit = edit_tool_context(rows, policy, crumb_present=True, memo=memo)
+        assert edit.messages[1] is rows[1] and edit.cleared_results == end // 2 - 1
+    assert edit.resumed == 12

@@ -37,7 +37,7 @@ from histtrim.reported_usage import (
     scaled_budget,
 )
 from histtrim.route import ResolvedRuntime
-from histtrim.tool_context import edit_tool_context
+from histtrim.tool_context import ClearMemo, edit_tool_context
 from histtrim.visible import trim_structured
 
 __all__ = [
@@ -123,6 +123,8 @@ class Agent:
         self.events: list[HistoryTrimmed] = []
         self._store = AgentHistory(token_counter=token_counter, policy=self.policy)
         self._ledger = self._store.ledger
+        self._clear = ClearMemo()
+        """The last request's clear (CTX-6..10): the next one, which extends it, resumes it."""
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
 
@@ -269,11 +271,13 @@ class Agent:
         edit = edit_tool_context(
             rows, self.policy, crumb_present=self._store.crumb,
             token_counter=self._ledger.token_counter,
-            budget_tokens=self.runtime.effective_context_budget(),
+            budget_tokens=self.runtime.effective_context_budget(), memo=self._clear,
         )
         if not edit.changed:
             return rows, self._ledger.total
-        return edit.messages, self._ledger.pricing.total(edit.messages)
+        tokens = edit.tokens
+        return edit.messages, self._ledger.pricing.total(edit.messages) if tokens is None \
+            else tokens
 
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.max_tool_result_chars
