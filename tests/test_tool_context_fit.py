@@ -188,3 +188,37 @@ def test_a_memo_sends_the_rows_it_is_given_when_equal_ones_come_back() -> None:
         edit = edit_tool_context(rows, policy, crumb_present=True, memo=memo)
         assert edit.messages[1] is rows[1] and edit.cleared_results == end // 2 - 1
     assert edit.resumed == 12
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_pydantic_ai_requests_resumed_from_the_last_are_the_requests_made_anew(
+    keep: int,
+) -> None:
+    """A clear's request resumes the last one (`from_units`' `last`): the same messages as
+    one made from the units alone, call after call, a cut moving in between."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, from_units
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=keep, trigger_tokens=0),
+                    token_trim_target=Fraction(7, 10))
+    capability = HisttrimCapability(budget_tokens=3000, policy=policy)
+    history: list[Any] = []
+    for n in range(40):
+        if n % 7 == 0:
+            history.append(ModelRequest(parts=[UserPromptPart(f"task {n} " + "u" * 300)]))
+        history.append(ModelResponse(parts=[ToolCallPart("bash", {"n": n}, f"c{n}")]))
+        history.append(ModelRequest(parts=[ToolReturnPart("bash", "o" * 500, f"c{n}")]))
+        sent, done = capability.trim(history)
+
+        def crumbless(messages: list[Any]) -> list[Any]:  # its timestamp is the call's
+            return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
+
+        assert crumbless(sent) == crumbless(from_units(history, done.units))
