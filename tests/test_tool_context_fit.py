@@ -222,3 +222,36 @@ def test_pydantic_ai_requests_resumed_from_the_last_are_the_requests_made_anew(
             return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
 
         assert crumbless(sent) == crumbless(from_units(history, done.units))
+
+
+def test_ctx_10_the_event_of_a_drop_reports_the_tokens_sent() -> None:
+    """Whole turns dropped and the running turn fitted: the result, the event given to
+    `on_trim` and the event of `trim_openai` all report the request as sent."""
+    from histtrim.events import HistoryTrimmed
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    messages: list[dict[str, Any]] = []
+    items: list[Any] = []
+    for turn in range(2):
+        messages.append({"role": "user", "content": f"task {turn}"})
+        items.append({"role": "user", "content": f"task {turn}"})
+        for n in range(10):
+            cid = f"c{turn}_{n}"
+            messages += [
+                {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": cid, "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": cid, "content": "o" * 2000}]
+            items += [{"type": "function_call", "call_id": cid, "name": "bash",
+                       "arguments": "{}"},
+                      {"type": "function_call_output", "call_id": cid, "output": "o" * 2000}]
+    done = trim_openai(messages, budget_tokens=4000, policy=ANTHROPIC)
+    assert done.event is not None and done.result.trimmed
+    sent = PRICES.total(from_openai(done.records))
+    assert done.event.tokens_after == sent <= 4000
+    assert isinstance(done.result, TrimResult) and done.result.tokens_after == sent
+    events: list[HistoryTrimmed] = []
+    trimming = HisttrimInputFilter(budget_tokens=4000, policy=ANTHROPIC,
+                                   on_trim=events.append)
+    made = trimming.trim(items, None)
+    assert events and events[-1].tokens_after == made.tokens <= 4000
