@@ -131,6 +131,33 @@ def test_item_13_inputs_cleared_on_calls_with_extra_keys() -> None:
     assert not validate_tool_pairing(from_openai(done.records))
 
 
+def test_item_13_the_cli_reports_what_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from histtrim.cli import main
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(3):
+        messages.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": f"c{n}", "type": "function",
+            "function": {"name": "bash", "arguments": json.dumps({"cmd": "x" * 400})},
+            "extra_content": {"google": {"thought_signature": "sig"}}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": "y" * 400})
+    source, out = tmp_path / "s.jsonl", tmp_path / "out.jsonl"
+    source.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    policy = tmp_path / "p.toml"
+    policy.write_text('[tool_context]\nmode = "clear"\nkeep = 1\ntrigger_tokens = 0\n'
+                      "clear_inputs = true\n")
+    assert main(["trim", str(source), "--budget", "100000", "--policy", str(policy),
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    tokens = Pricing(Policy()).total(from_openai(written))
+    assert f"{tokens} tokens" in err
+    assert [m["tool_calls"][0]["function"]["arguments"] for m in written[1::2]][:2] == [
+        "{}", "{}"]
+
+
 PRESETS = sorted(Path(__file__).parent.parent.joinpath("examples/policies").glob("clear-*"))
 
 
