@@ -281,7 +281,8 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
         if without > budget:
             text += (
                 f"; the newest turn alone is over the budget of {_count(budget, 'token')} and"
-                " is kept whole (CAP-1)"
+                + (" is kept whole (CAP-1)" if not outcome.tool_note else
+                   " keeps what the tool context edit cannot clear (CAP-1, CTX-10)")
             )
         else:
             more = (
