@@ -255,3 +255,28 @@ def test_ctx_10_the_event_of_a_drop_reports_the_tokens_sent() -> None:
                                    on_trim=events.append)
     made = trimming.trim(items, None)
     assert events and events[-1].tokens_after == made.tokens <= 4000
+
+
+def test_ctx_10_the_agent_sends_a_fitted_request_and_its_event_says_so() -> None:
+    """The `Agent`: a long tool loop in one turn after an earlier turn; the drop's event
+    and every request sent stay within the budget once the fit clears (before CTX-10 the
+    running turn went out whole, over the budget)."""
+    from histtrim import Agent, ProviderProfile, RuntimeProfile, resolve_runtime
+    from histtrim.agent.providers import ProviderReply, ScriptedProvider
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000))
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=4000, max_tool_iterations=50),
+        ProviderProfile(model="m", context_window=1_000_000), None, policy=policy,
+    )
+    agent = Agent(ScriptedProvider(), runtime, system_prompt="sys",
+                  tools=[lambda: "y" * 8000], policy=policy)
+    agent.provider = ScriptedProvider([ProviderReply(text="hello")])
+    agent.turn("hi " * 400)
+    calls = [ProviderReply(tool_calls=(ToolCall(id=f"k{i}", name="<lambda>"),))
+             for i in range(10)]
+    agent.provider = ScriptedProvider([*calls, ProviderReply(text="done")])
+    agent.turn("fix it")
+    sent = [PRICES.total(list(r.messages)) for r in agent.provider.requests]
+    assert max(sent) <= 4000 and len(sent) == 11
+    assert agent.events and all(e.tokens_after <= 4000 for e in agent.events)

@@ -375,13 +375,14 @@ class Agent:
             return
         self._store.replace(trim.history)
         self._store.crumb = True
-        event = trim.event(tokens_after=self._ledger.total)
+        sent = self._request()[1]  # the request as the tool context edit sends it (CTX-10)
+        event = trim.event(tokens_after=sent)
         if reported is not None:
             tokens, estimated, schemas, fit = reported
             target = self.policy.token_trim_target
             event = event.model_copy(update={
                 "tokens_before": tokens,
-                "tokens_after": calibrated(self._ledger.total + schemas, tokens, estimated),
+                "tokens_after": calibrated(sent + schemas, tokens, estimated),
                 "budget": fit,
                 "counter": PROVIDER_UNITS,
                 "target": None if target == 1 else str(target),
