@@ -272,10 +272,10 @@ def price_calls(
     more than its lifetime after it was written (or last read, with `renew_on_hit`) is gone,
     and so is every block after it. A block lives the model's `lifetime`, or the one
     `lifetimes` names for the request that wrote it (or, renewing, last read it: a client
-    that buys an hour for some requests). Without times, or without a lifetime, the cache is always warm. The first
-    `warm` blocks of every request are what other sessions keep warm (a client's system
-    prompt and tool schemas, where the records show them read on a cold call): read whenever
-    they match the first request's, cold cache or first call alike."""
+    that buys an hour for some requests). Without times, or without a lifetime, the cache is
+    always warm. The first `warm` blocks of every request are what other sessions keep warm
+    (a client's system prompt and tool schemas, where the records show them read on a cold
+    call): read whenever they match the first request's, cold cache or first call alike."""
     for name, given in (("times", times), ("lifetimes", lifetimes)):
         if given is not None and len(given) != len(prompts):
             raise ValueError(
