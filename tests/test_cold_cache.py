@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -18,7 +20,12 @@ from histtrim.agent.runtime import Agent
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.policy import SPEC, ColdCache, Policy
+from histtrim.review.cache import ANTHROPIC
+from histtrim.review.compare import cache_totals
+from histtrim.review.replay import ReplaySettings, replay_session, step_times
+from histtrim.review.sessions import ReviewSession, recorded_times, session_from_items
 from histtrim.route import ResolvedRuntime, resolve_runtime
+from livingspec.synth import generate_long
 
 COLD = Policy(token_trim_target=Fraction(1, 2), cold_cache=ColdCache(lifetime=300))
 
@@ -95,3 +102,72 @@ def test_a_failed_turn_leaves_the_last_request_time_as_it_was() -> None:
     with pytest.raises(Exception, match="script"):
         bot.turn("two")  # the script is exhausted: rolled back
     assert bot._last_request == 5.0
+
+
+# ----------------------------------------------------------- the review's clock and times
+
+def _session(turns: int = 3) -> ReviewSession:
+    return session_from_items("long", generate_long(turns, 60))
+
+
+def test_the_replay_clock_times_every_billed_request() -> None:
+    session = _session()
+    steps = [len(t.steps) for t in session.turns]
+    clocked = ReplaySettings(record_prompts=True, think_seconds=5, idle_seconds=600)
+    times = step_times(session, clocked)
+    assert times is not None and len(times) == sum(steps)
+    # 5 s between a turn's calls, 600 s before each turn after the first
+    assert times[: steps[0]] == [5.0 * j for j in range(steps[0])]
+    assert times[steps[0]] == times[steps[0] - 1] + 600
+    replay = replay_session(session, SPEC, clocked)
+    assert len(replay.prompt_times) == len(replay.prompts)
+    # priced with the lifetime: each turn's first call finds the cache cold (600 s > 300 s)
+    warm = cache_totals([replace(replay, prompt_times=())], ANTHROPIC)
+    cold = cache_totals([replay], ANTHROPIC)
+    assert cold.cached < warm.cached and cold.cost > warm.cost
+    # without a clock: no times, as before
+    assert replay_session(session, SPEC, ReplaySettings(record_prompts=True)).prompt_times == ()
+    assert step_times(session, ReplaySettings()) is None
+
+
+def test_recorded_times_come_first_then_the_think_time() -> None:
+    session = _session(2)
+    count = sum(len(t.steps) for t in session.turns)
+    recorded = [1000.0 + 30 * k for k in range(count)]
+    recorded[1] = None  # unknown: 5 s after the one before
+    timed = session.with_times(recorded)
+    settings = ReplaySettings(think_seconds=5, recorded_times=True)
+    assert step_times(timed, settings)[:3] == [0.0, 5.0, 60.0]
+    # fewer times than calls: the session is left as it was
+    assert session.with_times(recorded[:-1]).times == ()
+
+
+def test_the_cold_cache_policy_replays_with_the_clock() -> None:
+    session = _session(6)
+    budget = 6000
+    settings = ReplaySettings(
+        profile=RuntimeProfile(max_context_tokens=budget, max_history_messages=1000),
+        provider=ProviderProfile(model="m", context_window=100_000),
+        record_prompts=True, think_seconds=5, idle_seconds=900,
+    )
+    low = Fraction(7, 10)
+    held = Policy(token_trim_target=low)
+    cold = held.model_copy(update={"cold_cache": ColdCache(lifetime=300, cut_from=low)})
+    a, b = (replay_session(session, p, settings) for p in (held, cold))
+    assert b.trace != a.trace  # the cold policy cut at a cold turn start
+    assert cache_totals([b], ANTHROPIC).cost < cache_totals([a], ANTHROPIC).cost
+
+
+def test_a_times_file_is_read_with_its_errors_named(tmp_path: Path) -> None:
+    good = tmp_path / "times.json"
+    good.write_text('{"c": {"s": [[10, 0], null, [12.5, 1]]}}')
+    assert recorded_times(good) == {"s": [10.0, None, 12.5]}
+    for text, message in (
+        ("[]", "expected an object of corpora"),
+        ('{"c": {"s": [["x", 0]]}}', "c.s: expected"),
+        ('{"c": 1}', "c: expected an object"),
+        ("{", "not JSON"),
+    ):
+        good.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            recorded_times(good)

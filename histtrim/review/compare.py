@@ -92,7 +92,8 @@ class PolicySummary:
 
 
 def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTotals:
-    """The billed requests of some replays under a cache model, each session on its own."""
+    """The billed requests of some replays under a cache model, each session on its own,
+    aged with the replay clock's times where the replays have them (the model's lifetime)."""
     calls = []
     for r in replays:
         if r.calls and not r.prompts:
@@ -100,7 +101,7 @@ def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTo
                 f"cache: {r.session} was replayed without its requests; replay with "
                 "ReplaySettings(record_prompts=True)"
             )
-        calls.extend(price_calls(r.prompts, model))
+        calls.extend(price_calls(r.prompts, model, r.prompt_times or None))
     return totals(calls)
 
 
