@@ -129,10 +129,16 @@ class ColdCache(BaseModel):
         "instead of waiting for the budget to force the cut when the cache is warm again."
     )
 
-    @field_validator("cut_from")
+    target: Ratio | None = Field(
+        default=None, description="CACHE-2: the low-water mark a cold cut fits, "
+        "`budget * target` (a cold cut costs no extra cache write, so it may go deeper than "
+        "a warm one); unset: the policy's `token_trim_target`."
+    )
+
+    @field_validator("cut_from", "target")
     @classmethod
-    def _share(cls, value: Fraction) -> Fraction:
-        if not 0 < value <= 1:
+    def _share(cls, value: Fraction | None) -> Fraction | None:
+        if value is not None and not 0 < value <= 1:
             raise ValueError(f"must be greater than 0 and at most 1, got {value}")
         return value
 
@@ -146,6 +152,10 @@ class ColdCache(BaseModel):
     def cut_tokens(self, budget: int) -> int:
         """CACHE-2: the history size above which a cold request cuts."""
         return budget * self.cut_from.numerator // self.cut_from.denominator
+
+    def fit(self, token_trim_target: Fraction) -> Fraction:
+        """CACHE-2: the low-water mark of a cold cut, as a share of the budget."""
+        return token_trim_target if self.target is None else self.target
 
 
 class Policy(BaseModel):

@@ -333,7 +333,7 @@ class Agent:
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
         elif budget > 0 and cold.is_cold(now, last):  # CACHE-2: cut deep while it costs nothing
             cut = cold.cut_tokens(budget)
-            fit = Fraction(self.policy.token_trim_target) / cold.cut_from
+            fit = cold.fit(self.policy.token_trim_target) / cold.cut_from
             self._visible_trim(budget_tokens=cut, token_target=min(fit, Fraction(1)), cold=True)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
@@ -399,7 +399,7 @@ class Agent:
                 "target": None if target == 1 else str(target),
             })
         if cold:  # CACHE-3: the event says why the cut came now
-            target = self.policy.token_trim_target
+            target = self.policy.cold_cache.fit(self.policy.token_trim_target)
             event = event.model_copy(update={
                 "cold_cache": True, "target": None if target == 1 else str(target)})
         self._publish(event.after_overflow() if overflow else event)

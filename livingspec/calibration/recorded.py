@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,41 @@ def recorded_sessions(real: Path) -> list[RecordedSession]:
     stamps = real / "call-times.json"
     times = json.loads(stamps.read_text()) if stamps.is_file() else {}
     return [_timed(s, times) for s in found]
+
+
+def split(sessions: Sequence[RecordedSession]) -> tuple[list[RecordedSession],
+                                                        list[RecordedSession]]:
+    """(tuned, held out): every third session by sorted name is held out."""
+    ordered = sorted(sessions, key=lambda s: s.name)
+    return ([s for i, s in enumerate(ordered) if i % 3 != 2],
+            [s for i, s in enumerate(ordered) if i % 3 == 2])
+
+
+def pooled(sessions: Sequence[RecordedSession], cache: CacheModel | None, *, timed: bool,
+           warm: bool) -> tuple[float, float]:
+    """(predicted, recorded) cached share over every call of `sessions`."""
+    cached = tokens = 0
+    for s in sessions:
+        for call in s.priced(cache, timed=timed, warm=warm):
+            cached, tokens = cached + call.cached, tokens + call.tokens
+    recorded = sum(c.cached for s in sessions for c in s.calls)
+    total = sum(c.recorded for s in sessions for c in s.calls)
+    return cached / tokens, recorded / total
+
+
+def warm_prefix(tuned: Sequence[RecordedSession], cache: CacheModel) -> bool:
+    """Whether reading, on every call, the part of the hidden prefix each first call read
+    (what the client's other sessions keep warm) brings the tuned sessions' pooled share
+    closer to the recorded one."""
+    gaps = {}
+    for warm in (False, True):
+        predicted, recorded = pooled(tuned, cache, timed=True, warm=warm)
+        gaps[warm] = abs(predicted - recorded)
+    return gaps[True] < gaps[False]
+
+
+def hit_rate(tuned: Sequence[RecordedSession], cache: CacheModel) -> Fraction:
+    """The share of a live prefix the provider served on the tuned sessions, to hundredths."""
+    guaranteed = cache.model_copy(update={"hit_rate": Fraction(1)})
+    predicted, recorded = pooled(tuned, guaranteed, timed=True, warm=False)
+    return Fraction(round(min(1.0, recorded / predicted) * 100), 100)
