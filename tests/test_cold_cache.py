@@ -171,3 +171,21 @@ def test_a_times_file_is_read_with_its_errors_named(tmp_path: Path) -> None:
         good.write_text(text)
         with pytest.raises(ValueError, match=message):
             recorded_times(good)
+
+
+def test_a_cold_cut_may_go_deeper_than_a_warm_one() -> None:
+    deep = COLD.model_copy(update={
+        "cold_cache": ColdCache(lifetime=300, target=Fraction(1, 4))})
+    cut = run(deep, GAPS).events[0]
+    assert cut.cold_cache is True and cut.tokens_after <= 100 and cut.target == "1/4"
+    with pytest.raises(ValidationError, match="target"):
+        ColdCache(target="5/4")
+
+
+def test_the_shipped_policy_file_is_the_chapters_policy() -> None:
+    from livingspec.plotting.cache_lifetimes import cold_cache_policy
+
+    shipped = Policy.load(Path(__file__).resolve().parent.parent / "examples" / "policies"
+                          / "cold-cache.toml")
+    assert shipped == cold_cache_policy(300)
+    assert shipped.changes()["cold_cache.lifetime"] == "0 -> 300"

@@ -194,6 +194,8 @@ class SessionReplay:
     call (the agent asked for its final summary instead): counted in `failed_turns`."""
     unreplayed_calls: int = 0
     """The recorded provider calls those turns never made."""
+    cold_cuts: int = 0
+    """Trims made because the prompt cache was cold (CACHE-2: `HistoryTrimmed.cold_cache`)."""
     prompt_times: tuple[float, ...] = ()
     """When each billed request of `prompts` was made (seconds since the session's first),
     with the replay's clock (`ReplaySettings.think_seconds`); empty without one."""
@@ -436,6 +438,7 @@ def replay(
         cut_short_turns=cut_short,
         unreplayed_calls=unreplayed,
         prompt_times=tuple(prompt_times),
+        cold_cuts=sum(1 for e in events if e.cold_cache),
     )
 
 
