@@ -189,3 +189,22 @@ def test_the_shipped_policy_file_is_the_chapters_policy() -> None:
                           / "cold-cache.toml")
     assert shipped == cold_cache_policy(300)
     assert shipped.changes()["cold_cache.lifetime"] == "0 -> 300"
+
+
+def test_the_review_command_reads_the_recorded_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from histtrim.cli import main
+
+    real = Path(__file__).resolve().parent.parent / "examples" / "real"
+    session = str(real / "mini-swe-agent" / "django__django-15957.jsonl")
+    common = ["review", session, "--cache", "gemini", "--workers", "1", "--budget", "20000",
+              "--window", "64000"]
+    bad = tmp_path / "times.json"
+    bad.write_text("[]")
+    assert main([*common, "--times", str(bad)]) != 0
+    assert main([*common, "--times", str(real / "call-times.json")]) == 0
+    out = capsys.readouterr().out
+    assert "gemini, 3600 s lifetime" in out
+    assert "clock            the recorded times, else 5 s between calls" in out
+    assert main([*common, "--think-seconds", "-1"]) != 0

@@ -21,13 +21,12 @@ COLD_CACHE = "cold-cache"
 
 
 def cold_cache_policy(lifetime: int) -> Policy:
-    """The whole-turn 0.7 cut, and on a cold request over 9/10 of the budget a cut to 1/2
+    """The whole-turn 0.7 cut, made early, on a cold request over 3/4 of the budget
     (examples/policies/cold-cache.toml, with the cache model's `lifetime`)."""
     low = Fraction(7, 10)
     return Policy(
         token_trim_target=low, turn_trim_target=low,
-        cold_cache=ColdCache(lifetime=lifetime, cut_from=Fraction(9, 10),
-                             target=Fraction(1, 2)),
+        cold_cache=ColdCache(lifetime=lifetime, cut_from=Fraction(3, 4)),
     )
 
 
