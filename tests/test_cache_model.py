@@ -243,3 +243,25 @@ def test_every_shipped_model_has_its_lifetime_and_source() -> None:
     with pytest.raises(ValidationError, match="hit_rate"):
         CacheModel(name="x", source="y", min_prefix=0, granularity=1, read="1/10",
                    hit_rate="3/2")
+
+
+def test_the_call_times_file_lines_up_with_the_recorded_sessions() -> None:
+    """examples/real/call-times.json (tools/call_times.py) holds one entry per recorded call
+    of every Claude Code and mini-swe-agent session, in order: a rebuilt corpus whose calls
+    moved fails here until the file is rebuilt too."""
+    import json
+
+    real = ROOT / "examples" / "real"
+    times = json.loads((real / "call-times.json").read_text())
+    for corpus in ("claude-code", "mini-swe-agent"):
+        files = sorted((real / corpus).glob("*.jsonl"))
+        assert sorted(times[corpus]) == [p.stem for p in files]
+        timed = total = 0
+        for path in files:
+            calls = [json.loads(line) for line in path.read_text().splitlines()]
+            entries = times[corpus][path.stem]
+            assert len(entries) == sum(1 for m in calls if m["role"] == "assistant")
+            known = [e[0] for e in entries if e is not None]
+            assert known == sorted(known)  # in the order the calls were made
+            timed, total = timed + len(known), total + len(entries)
+        assert timed >= 0.98 * total
