@@ -208,3 +208,18 @@ def test_the_review_command_reads_the_recorded_times(
     assert "gemini, 3600 s lifetime" in out
     assert "clock            the recorded times, else 5 s between calls" in out
     assert main([*common, "--think-seconds", "-1"]) != 0
+
+
+def test_a_bad_clock_or_bad_times_are_one_line_errors() -> None:
+    for value in ("soon", float("nan"), True):
+        bot = Agent(ScriptedProvider([ProviderReply(text="a")]), route(400), policy=COLD,
+                    clock=lambda value=value: value)  # type: ignore[misc]
+        with pytest.raises(ValueError, match="clock: expected a finite number of seconds"):
+            bot.turn("one")
+        assert bot.turn_id == 0 and not bot.history  # rolled back
+    with pytest.raises(TypeError, match="clock: expected a callable"):
+        Agent(ScriptedProvider([]), route(400), clock=5)  # type: ignore[arg-type]
+    session = _session(1)
+    steps = sum(len(t.steps) for t in session.turns)
+    with pytest.raises(ValidationError, match="finite"):
+        session.with_times([float("inf")] * steps)

@@ -8,6 +8,7 @@ records in `calls.py`, the legacy path (SEEN-4) in `legacy.py`."""
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -327,7 +328,7 @@ class Agent:
         now (CACHE-2): the provider rewrites the whole prefix anyway."""
         budget = self.runtime.effective_context_budget()
         cold = self.policy.cold_cache
-        now = None if self._clock is None else float(self._clock())
+        now = None if self._clock is None else _seconds(self._clock())
         last, self._last_request = self._last_request, now
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
@@ -473,3 +474,10 @@ def _name(field: str, value: object) -> str:
     except UnicodeEncodeError:
         raise ValueError(f"{field}: not valid UTF-8 text") from None
     return value
+
+
+def _seconds(value: object) -> float:
+    """What the Agent's clock returned, as seconds: a finite number, or a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"clock: expected a finite number of seconds, got {value!r}")
+    return float(value)

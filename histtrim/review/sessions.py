@@ -64,6 +64,14 @@ class ReviewSession(_Frozen):
     empty: none recorded."""
 
 
+    @field_validator("times")
+    @classmethod
+    def _finite(cls, value: tuple[float | None, ...]) -> tuple[float | None, ...]:
+        for at in value:
+            if at is not None and not math.isfinite(at):
+                raise ValueError(f"expected finite seconds or null, got {at}")
+        return value
+
     def with_times(self, times: Sequence[float | None]) -> ReviewSession:
         """This session with the recorded times of its file's provider calls (one per
         assistant message, in order), aligned from the end: the restored part's calls come
@@ -78,8 +86,8 @@ class ReviewSession(_Frozen):
         if len(times) < recorded:
             return self
         found = iter(times[len(times) - recorded:])
-        return self.model_copy(update={
-            "times": tuple(None if id(s) in closers else next(found) for s in steps)})
+        return self.model_validate({**dict(self), "times": tuple(
+            None if id(s) in closers else next(found) for s in steps)})
 
     def history(self) -> list[ConversationMessage]:
         """The whole recorded conversation as structured items (system prompt, restored part,
