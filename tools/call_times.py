@@ -118,6 +118,17 @@ def mini_times(corpus: Path, mirror: Path) -> dict[str, list[list[Any] | None]]:
     return out
 
 
+def _one_session_a_line(times: dict[str, dict[str, list[list[Any] | None]]]) -> str:
+    """The file's JSON with each session's calls on one line (a readable diff, a small file)."""
+    corpora = []
+    for corpus in sorted(times):
+        sessions = ",\n".join(
+            f"  {json.dumps(name)}: {json.dumps(calls, separators=(',', ':'))}"
+            for name, calls in sorted(times[corpus].items()))
+        corpora.append(f" {json.dumps(corpus)}: {{\n{sessions}\n }}")
+    return "{\n" + ",\n".join(corpora) + "\n}\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirror", required=True, metavar="DIR",
@@ -131,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     target = real / "call-times.json"
     staged = target.with_suffix(".tmp")
-    staged.write_text(json.dumps(times, indent=1, sort_keys=True) + "\n")
+    staged.write_text(_one_session_a_line(times))
     staged.replace(target)
     for corpus, sessions in times.items():
         calls = [c for s in sessions.values() for c in s]
