@@ -1,5 +1,5 @@
-"""SEEN-2..3: `HistoryTrimmed` and where it goes: the observer bus used by dashboards and event
-subscribers, and client transports (in memory, or JSON Lines on a stream)."""
+"""SEEN-2..3, CACHE-3: `HistoryTrimmed` and where it goes: the observer bus used by dashboards
+and event subscribers, and client transports (in memory, or JSON Lines on a stream)."""
 
 from __future__ import annotations
 
@@ -68,6 +68,11 @@ class HistoryTrimmed(_Frozen):
     """The low-water mark the trim applied when it is not the spec's 1 (`Policy`'s
     `token_trim_target` or `turn_trim_target`, as text: "7/10"); None (then left out of every
     dump and of the wire form): the spec, trim just to fit."""
+
+    cold_cache: bool | None = unset_by_default()
+    """CACHE-3: True when the cut was made because the prompt cache was cold (the gap since
+    the last request exceeded the policy's `cold_cache.lifetime`, CACHE-2); None (then left
+    out of every dump and of the wire form): not a cold-cache cut."""
 
     @property
     def description(self) -> str:

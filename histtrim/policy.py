@@ -1,7 +1,7 @@
-"""EST-1..2, RUN-1..2, LIMIT-2..3, BUDGET-1, PAIR-3: `Policy`, every constant the spec or the
-decisions fix, in one frozen model. `Policy()` is the spec; a design review loads another one
-("what if images cost less?") and passes it to the same functions (`policy=`), so a "what if"
-run executes the real code paths."""
+"""EST-1..2, RUN-1..2, LIMIT-2..3, BUDGET-1, PAIR-3, CACHE-1..2: `Policy`, every constant the
+spec or the decisions fix, in one frozen model. `Policy()` is the spec; a design review loads
+another one ("what if images cost less?") and passes it to the same functions (`policy=`), so
+a "what if" run executes the real code paths."""
 
 from __future__ import annotations
 
@@ -111,6 +111,53 @@ class ToolContext(BaseModel):
         return value
 
 
+class ColdCache(BaseModel):
+    """CACHE-1..3 (beyond the spec and the reference): trim knowing when the provider's prompt
+    cache is cold. Off (`lifetime` 0) by default. The caller gives the time (`now`, the last
+    request's time); nothing here reads a clock."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    lifetime: _Count = Field(
+        default=0, ge=0, le=31_536_000, description="CACHE-1: seconds the provider keeps a "
+        "prefix after its last use (Anthropic's 300, or 3,600 bought); a request more than "
+        "this after the previous one finds the cache cold. 0: off (the spec)."
+    )
+    cut_from: Ratio = Field(
+        default=Fraction(9, 10), description="CACHE-2: a cold request whose history exceeds "
+        "`budget * cut_from` cuts now, down to the low-water mark (`token_trim_target`), "
+        "instead of waiting for the budget to force the cut when the cache is warm again."
+    )
+
+    target: Ratio | None = Field(
+        default=None, description="CACHE-2: the low-water mark a cold cut fits, "
+        "`budget * target` (a cold cut costs no extra cache write, so it may go deeper than "
+        "a warm one); unset: the policy's `token_trim_target`."
+    )
+
+    @field_validator("cut_from", "target")
+    @classmethod
+    def _share(cls, value: Fraction | None) -> Fraction | None:
+        if value is not None and not 0 < value <= 1:
+            raise ValueError(f"must be greater than 0 and at most 1, got {value}")
+        return value
+
+    def is_cold(self, now: float | None, last: float | None) -> bool:
+        """CACHE-1: whether a request at `now` (seconds) after one at `last` finds the cache
+        cold: on, both times known, and the gap longer than the lifetime."""
+        if not self.lifetime or now is None or last is None:
+            return False
+        return now - last > self.lifetime
+
+    def cut_tokens(self, budget: int) -> int:
+        """CACHE-2: the history size above which a cold request cuts."""
+        return budget * self.cut_from.numerator // self.cut_from.denominator
+
+    def fit(self, token_trim_target: Fraction) -> Fraction:
+        """CACHE-2: the low-water mark of a cold cut, as a share of the budget."""
+        return token_trim_target if self.target is None else self.target
+
+
 class Policy(BaseModel):
     """The spec's numbers; `Policy()` reproduces the spec exactly (EST-1, EST-2, RUN-2,
     LIMIT-2, LIMIT-3, BUDGET-1, PAIR-3)."""
@@ -169,6 +216,12 @@ class Policy(BaseModel):
         default_factory=ToolContext,
         description="CTX-1..9 (the reference's newer doc and the field's clearing, not in the "
         "Spanish spec): what each request keeps of older tool context; off by default.",
+    )
+
+    cold_cache: ColdCache = Field(
+        default_factory=ColdCache,
+        description="CACHE-1..3 (beyond the spec and the reference): a cold prompt cache is "
+        "the moment to cut deep; off by default.",
     )
 
     def prices_like(self, other: Policy) -> bool:

@@ -15,8 +15,10 @@ from histtrim.cli import main
 from histtrim.policy import Policy
 from histtrim.review.cache import (
     ANTHROPIC,
+    ANTHROPIC_1H,
     GEMINI,
     OPENAI,
+    PROVIDERS,
     CacheModel,
     Prompt,
     cache_model,
@@ -58,7 +60,9 @@ def test_provider_granularity_and_minimum() -> None:
     assert ANTHROPIC.cacheable(1400) == 1400 and ANTHROPIC.cacheable(1023) == 0
     assert OPENAI.cacheable(1400) == 1024 + 2 * 128  # hits in 128-token steps
     assert OPENAI.cacheable(1024) == 1024 and OPENAI.cacheable(1151) == 1024
-    assert GEMINI.cacheable(2047) == 0 and GEMINI.cacheable(3000) == 3000
+    # Gemini's implicit cache in steps of 2,048 (measured on the recorded mini-swe-agent runs)
+    assert GEMINI.cacheable(2047) == 0 and GEMINI.cacheable(3000) == 2048
+    assert GEMINI.cacheable(4096) == 4096
 
 
 def test_one_call_by_hand() -> None:
@@ -175,3 +179,89 @@ def test_review_cache_errors_are_one_line(
     code = main(["review", str(LONG), "--workers", "1", *argv])
     err = capsys.readouterr().err
     assert code != 0 and message in err and len(err.strip().splitlines()) == 1
+
+
+# A clock for the lifetime tests: seconds since the session's first request.
+CLOCK = (0.0, 30.0, 30.0 + 301, 30.0 + 301 + 200)
+
+
+def test_a_request_after_a_gap_longer_than_the_lifetime_reads_nothing() -> None:
+    # P1, P2 (30 s later: warm), P2 + R5 after 301 s idle (cold: 5 minutes passed), then
+    # once more 200 s later (warm again: the cold call wrote it)
+    prompts = [P1, P2, (*P2, R5), (*P2, R5, R4)]
+    warm = price_calls(prompts, ANTHROPIC)  # no times: always warm, as before
+    timed = price_calls(prompts, ANTHROPIC, CLOCK)
+    assert [c.cached for c in warm] == [0, 1800, 2000, 2050]
+    assert [c.cached for c in timed] == [0, 1800, 0, 2050]
+    assert timed[2].written == 2050 and timed[2].cost == Fraction(2050 * 5, 4)
+    # the hour-long lifetime keeps it; so does the 5-minute one for a write bought for an hour
+    assert [c.cached for c in price_calls(prompts, ANTHROPIC_1H, CLOCK)] == [0, 1800, 2000, 2050]
+    bought = price_calls(prompts, ANTHROPIC, CLOCK, lifetimes=[None, 3600, None, None])
+    assert [c.cached for c in bought] == [0, 1800, 2000, 2050]
+
+
+def test_a_hit_renews_the_lifetime_unless_the_provider_does_not() -> None:
+    # every 200 s: each hit restarts the 300 s lifetime, so the whole prefix stays warm; a
+    # cache that does not renew on a hit loses what was written more than 300 s ago
+    prompts = [P1, P2, (*P2, R5)]
+    times = [0.0, 200.0, 400.0]
+    assert [c.cached for c in price_calls(prompts, ANTHROPIC, times)] == [0, 1800, 2000]
+    fixed = ANTHROPIC.model_copy(update={"renew_on_hit": False})
+    assert [c.cached for c in price_calls(prompts, fixed, times)] == [0, 1800, 0]
+
+
+def test_the_prefix_other_sessions_keep_warm_is_read_on_a_cold_call() -> None:
+    prompts = [P1, P2, (*P2, R5)]
+    times = [0.0, 30.0, 1000.0]
+    # the tool schemas (one block, 600 tokens) are kept warm by the client's other sessions:
+    # read on the first call and on the cold one
+    calls = price_calls(prompts, ANTHROPIC, times, warm=1)
+    assert [c.cached for c in calls] == [0, 1800, 0]  # 600 is below Anthropic's minimum
+    big = ((("tools", 5000),), (("tools", 5000), ("r", 10)), (("tools", 5000), ("r", 10)))
+    assert [c.cached for c in price_calls(big, ANTHROPIC, times, warm=1)] == [5000, 5000, 5000]
+    assert [c.cached for c in price_calls(big, ANTHROPIC, times)] == [0, 5000, 0]
+
+
+def test_times_are_checked() -> None:
+    with pytest.raises(ValueError, match="times: expected 2"):
+        price_calls([P1, P2], ANTHROPIC, [0.0])
+    with pytest.raises(ValueError, match=r"times\[1\]: 5.0 is before"):
+        price_calls([P1, P2], ANTHROPIC, [10.0, 5.0])
+    with pytest.raises(ValueError, match=r"times\[0\]: expected a finite"):
+        price_calls([P1], ANTHROPIC, [float("nan")])
+    # an unknown time (None) is taken as warm
+    assert [c.cached for c in price_calls([P1, P2], ANTHROPIC, [0.0, None])] == [0, 1800]
+
+
+def test_every_shipped_model_has_its_lifetime_and_source() -> None:
+    assert {name: m.lifetime for name, m in PROVIDERS.items()} == {
+        "anthropic": 300, "anthropic-1h": 3600, "openai": 300, "openai-gpt-5": 300,
+        "gemini": 3600,
+    }
+    assert ANTHROPIC_1H.write == 2 and ANTHROPIC.write == Fraction(5, 4)
+    assert all(m.eviction and m.source for m in PROVIDERS.values())
+    with pytest.raises(ValidationError, match="hit_rate"):
+        CacheModel(name="x", source="y", min_prefix=0, granularity=1, read="1/10",
+                   hit_rate="3/2")
+
+
+def test_the_call_times_file_lines_up_with_the_recorded_sessions() -> None:
+    """examples/real/call-times.json (tools/call_times.py) holds one entry per recorded call
+    of every Claude Code and mini-swe-agent session, in order: a rebuilt corpus whose calls
+    moved fails here until the file is rebuilt too."""
+    import json
+
+    real = ROOT / "examples" / "real"
+    times = json.loads((real / "call-times.json").read_text())
+    for corpus in ("claude-code", "mini-swe-agent"):
+        files = sorted((real / corpus).glob("*.jsonl"))
+        assert sorted(times[corpus]) == [p.stem for p in files]
+        timed = total = 0
+        for path in files:
+            calls = [json.loads(line) for line in path.read_text().splitlines()]
+            entries = times[corpus][path.stem]
+            assert len(entries) == sum(1 for m in calls if m["role"] == "assistant")
+            known = [e[0] for e in entries if e is not None]
+            assert known == sorted(known)  # in the order the calls were made
+            timed, total = timed + len(known), total + len(entries)
+        assert timed >= 0.98 * total

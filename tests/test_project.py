@@ -14,7 +14,9 @@ from livingspec.specindex import BEYOND_THE_SPEC, rule_coverage, rules, spec_rul
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_RULES = ROOT.parent / "shared" / "spec" / "RULES.md"
 RULES = ROOT / "notebooks" / "spec" / "RULES.md"
-RULE_ID = re.compile(r"\b(?:TURN|KEEP|BUDGET|CAP|ROUTE|EST|RUN|LIMIT|SEEN|PAIR|USAGE|CTX)-\d+\b")
+RULE_ID = re.compile(
+    r"\b(?:TURN|KEEP|BUDGET|CAP|ROUTE|EST|RUN|LIMIT|SEEN|PAIR|USAGE|CTX|CACHE)-\d+\b"
+)
 EXPECTED_RULE_COUNT = 44
 """The rules cut from the Spanish spec; sections marked beyond it add the reference's."""
 

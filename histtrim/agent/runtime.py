@@ -8,6 +8,7 @@ records in `calls.py`, the legacy path (SEEN-4) in `legacy.py`."""
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -93,9 +94,14 @@ class Agent:
         alias: str = "agent",
         token_counter: TokenCounter | None = None,
         policy: Policy | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """`token_counter` prices the rows' text instead of EST-1's bytes in the ledger, the
-        trims and the capacity check (`histtrim.counting`); None keeps the spec's estimate."""
+        trims and the capacity check (`histtrim.counting`); None keeps the spec's estimate.
+        `clock` (seconds, e.g. `time.monotonic`) times each request for the policy's
+        `cold_cache` (CACHE-1..3); None: no time is known and the cache is never cold."""
+        if clock is not None and not callable(clock):
+            raise TypeError(f"clock: expected a callable or None, got {type(clock).__name__}")
         if not callable(getattr(provider, "complete", None)):
             raise TypeError(
                 "provider: expected an object with a complete(messages, tool_schemas) method, "
@@ -127,6 +133,8 @@ class Agent:
         """The last request's clear (CTX-6..10): the next one, which extends it, resumes it."""
         self._pending: list[HistoryTrimmed] = []
         self.system_prompt = system_prompt
+        self._clock = clock
+        self._last_request: float | None = None
 
     @property
     def runtime(self) -> ResolvedRuntime:
@@ -206,13 +214,14 @@ class Agent:
         if self._turning:
             raise RuntimeError("Agent.turn called from inside a turn of the same agent")
         checkpoint = self._store.checkpoint()
-        saved = (self.turn_id, len(self.calls), len(self.events), self._pending)
+        saved = (self.turn_id, len(self.calls), len(self.events), self._pending,
+                 self._last_request)
         self._turning = True
         try:
             yield
         except BaseException as error:
             self._store.rollback(checkpoint)
-            self.turn_id, calls, events, self._pending = saved
+            self.turn_id, calls, events, self._pending, self._last_request = saved
             del self.calls[calls:], self.events[events:]
             error.add_note(
                 f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
@@ -319,10 +328,20 @@ class Agent:
     def _proactive_trim(self) -> None:
         """Before a dispatch, when the history is over a positive budget (RUN-1): an O(1)
         check on the ledger; only a needed trim looks at the rows. The trim fits the policy's
-        low-water mark (`token_trim_target`; the spec's is 1: just under the budget)."""
+        low-water mark (`token_trim_target`; the spec's is 1: just under the budget). With
+        the policy's `cold_cache` and a clock, a request after a gap longer than the cache's
+        lifetime whose history is over `cut_from` of the budget cuts to the low-water mark
+        now (CACHE-2): the provider rewrites the whole prefix anyway."""
         budget = self.runtime.effective_context_budget()
+        cold = self.policy.cold_cache
+        now = None if self._clock is None else _seconds(self._clock())
+        last, self._last_request = self._last_request, now
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
+        elif budget > 0 and cold.is_cold(now, last):  # CACHE-2: cut deep while it costs nothing
+            cut = cold.cut_tokens(budget)
+            fit = cold.fit(self.policy.token_trim_target) / cold.cut_from
+            self._visible_trim(budget_tokens=cut, token_target=min(fit, Fraction(1)), cold=True)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
         """After a reply, with the reply recorded (USAGE-1..6, the reference's
@@ -358,7 +377,7 @@ class Agent:
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
         budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
         token_target: Fraction = Fraction(1), overflow: bool = False,
-        reported: tuple[int, int, int, int] | None = None,
+        reported: tuple[int, int, int, int] | None = None, cold: bool = False,
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
@@ -387,6 +406,10 @@ class Agent:
                 "counter": PROVIDER_UNITS,
                 "target": None if target == 1 else str(target),
             })
+        if cold:  # CACHE-3: the event says why the cut came now
+            target = self.policy.cold_cache.fit(self.policy.token_trim_target)
+            event = event.model_copy(update={
+                "cold_cache": True, "target": None if target == 1 else str(target)})
         self._publish(event.after_overflow() if overflow else event)
 
     def _publish(self, event: HistoryTrimmed) -> None:
@@ -458,3 +481,10 @@ def _name(field: str, value: object) -> str:
     except UnicodeEncodeError:
         raise ValueError(f"{field}: not valid UTF-8 text") from None
     return value
+
+
+def _seconds(value: object) -> float:
+    """What the Agent's clock returned, as seconds: a finite number, or a one-line error."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"clock: expected a finite number of seconds, got {value!r}")
+    return float(value)

@@ -4,8 +4,10 @@ print what each policy changes (trims, context lost, tokens sent, retries, refus
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import importlib
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +31,7 @@ from histtrim.policy import SPEC, Policy
 from histtrim.review.cache import PROVIDERS, CacheModel, cache_model
 from histtrim.review.compare import SessionLoadError, review_lines, run_review, settings_lines
 from histtrim.review.replay import ReplaySettings
-from histtrim.review.sessions import ReviewSession, session_from_items
+from histtrim.review.sessions import ReviewSession, recorded_times, session_from_items
 from histtrim.route import select_route
 
 SESSION_SUFFIXES = (".json", ".jsonl")
@@ -85,6 +87,17 @@ def _budget(args: argparse.Namespace) -> int:
     return int(args.budget) if args.budget is not None else max(1, args.window // 2)
 
 
+def seconds(text: str) -> float:
+    """A number of seconds on the command line: finite, 0 to a year."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= 31_536_000:
+        raise argparse.ArgumentTypeError(f"expected 0 to 31536000 seconds, got {text!r}")
+    return value
+
+
 def load_session(path: str) -> ReviewSession:
     """A session file as a replay. An object file may say `"crumb_present": true` (the row
     after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
@@ -115,6 +128,24 @@ def _anthropic_session(path: str, data: bytes) -> tuple[list[ConversationMessage
     body = {k: v for k, v in (history.body or {}).items() if k != "messages"}
     items = anthropic_items({**body, "messages": messages} if history.body else messages)
     return items, body
+
+
+@functools.lru_cache(maxsize=4)
+def _times(path: str) -> dict[str, list[float | None]]:
+    """A call-times file, read once per process (every worker loads its own sessions)."""
+    try:
+        return recorded_times(path)
+    except OSError as error:
+        raise InputError(path, f"cannot read: {error.strerror or error}") from None
+    except ValueError as error:
+        raise InputError(path, str(error).removeprefix(f"{path}: ")) from None
+
+
+def load_timed_session(times: str, path: str) -> ReviewSession:
+    """`load_session` with the session's recorded call times from the file `times`."""
+    session = load_session(path)
+    found = _times(times).get(session.name)
+    return session if found is None else session.with_times(found)
 
 
 def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
@@ -214,6 +245,18 @@ def settings_from(args: argparse.Namespace) -> ReplaySettings:
     )
 
 
+def clock_from(args: argparse.Namespace) -> dict[str, Any]:
+    """The replay clock's settings (CACHE-1..3 and the cache's lifetime): on with `--times`,
+    `--think-seconds` or `--idle-seconds`; off (no times, the cache always warm) otherwise."""
+    if args.times is None and args.think_seconds is None and args.idle_seconds is None:
+        return {}
+    return {
+        "think_seconds": 5.0 if args.think_seconds is None else args.think_seconds,
+        "idle_seconds": args.idle_seconds or 0.0,
+        "recorded_times": args.times is not None,
+    }
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     if args.config is not None and args.budget is not None:
         raise InputError("--config", "cannot be combined with --budget")
@@ -222,13 +265,17 @@ def cmd_review(args: argparse.Namespace) -> int:
     paths = session_paths(args.sessions)
     policies = policies_from(args.policy)
     cache = cache_from(args)
-    settings = settings_from(args).model_copy(update={"measure_loss": True})
+    settings = settings_from(args).model_copy(update={"measure_loss": True, **clock_from(args)})
+    loader = load_session
+    if args.times is not None:
+        _times(args.times)  # a bad file is one error before any replay
+        loader = functools.partial(load_timed_session, args.times)
     if cache is not None:
         settings = settings.model_copy(update={"record_prompts": True})
     progress = args.progress if args.progress is not None else len(paths) >= PROGRESS_FROM
     try:
         review = run_review(
-            paths, policies, settings, loader=load_session, workers=args.workers,
+            paths, policies, settings, loader=loader, workers=args.workers,
             dask=args.dask, progress=progress,
         )
     except SessionLoadError as error:
@@ -291,6 +338,21 @@ def add_review_command(commands: Any) -> None:
     review.add_argument(
         "--input-price", metavar="PER_MTOK",
         help="normal input price per million tokens (text: '3' or '2.5'), for costs in money",
+    )
+    review.add_argument(
+        "--times", metavar="FILE",
+        help="the sessions' recorded call times (tools/call_times.py's JSON): each replayed "
+        "request is made at its recorded time, for the cache's lifetime and a cold-cache "
+        "policy (CACHE-1..3)",
+    )
+    review.add_argument(
+        "--think-seconds", type=seconds, default=None,
+        help="the replay clock: seconds between a reply and the next request (default 5 "
+        "once the clock is on)",
+    )
+    review.add_argument(
+        "--idle-seconds", type=seconds, default=None,
+        help="the replay clock: seconds the user takes before each turn (default 0)",
     )
     add_tokenizer_arg(review)
     review.add_argument(

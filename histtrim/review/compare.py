@@ -92,7 +92,8 @@ class PolicySummary:
 
 
 def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTotals:
-    """The billed requests of some replays under a cache model, each session on its own."""
+    """The billed requests of some replays under a cache model, each session on its own,
+    aged with the replay clock's times where the replays have them (the model's lifetime)."""
     calls = []
     for r in replays:
         if r.calls and not r.prompts:
@@ -100,7 +101,7 @@ def cache_totals(replays: Iterable[SessionReplay], model: CacheModel) -> CacheTo
                 f"cache: {r.session} was replayed without its requests; replay with "
                 "ReplaySettings(record_prompts=True)"
             )
-        calls.extend(price_calls(r.prompts, model))
+        calls.extend(price_calls(r.prompts, model, r.prompt_times or None))
     return totals(calls)
 
 
@@ -286,9 +287,22 @@ def settings_lines(
         "  true prices      "
         + (", ".join(f"{k} {v}" for k, v in true_prices.items()) or "the spec's"),
         f"  token counts     {settings.tokenizer or 'the estimate (EST-1)'}",
-        f"  prompt cache     {'none' if cache is None else cache.name}",
+        f"  prompt cache     {'none' if cache is None else cache.name}"
+        + ("" if cache is None or cache.lifetime is None
+           else f", {cache.lifetime} s lifetime" if settings.think_seconds is not None
+           else ", always warm (no clock)"),
+        *_clock_lines(settings),
         "",
     ]
+
+
+def _clock_lines(settings: ReplaySettings) -> list[str]:
+    """The replay clock's line, when it runs (CACHE-1..3)."""
+    if settings.think_seconds is None:
+        return []
+    recorded = "the recorded times, else " if settings.recorded_times else ""
+    return [f"  clock            {recorded}{settings.think_seconds:g} s between calls, "
+            f"{settings.idle_seconds:g} s before a turn"]
 
 
 def _batches(tasks: Sequence[Task], size: int) -> list[Sequence[Task]]:

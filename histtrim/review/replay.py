@@ -96,6 +96,22 @@ class ReplaySettings(_Frozen):
         "a prompt-cache model (`histtrim.review.cache`); off by default: it costs time and "
         "memory.",
     )
+    think_seconds: float | None = Field(
+        default=None, ge=0, le=86_400,
+        description="The replay's clock (CACHE-1..3, the cache model's lifetimes): seconds "
+        "between one reply and the next request of a turn; unset: no clock (no request has "
+        "a time, the cache is always warm and a cold-cache policy never fires).",
+    )
+    idle_seconds: float = Field(
+        default=0, ge=0, le=31_536_000,
+        description="With the clock: seconds the user takes before each turn after the first.",
+    )
+    recorded_times: bool = Field(
+        default=False,
+        description="With the clock: a call the session recorded the time of "
+        "(`ReviewSession.times`) is made at that time, relative to the session's first "
+        "call; the others `think_seconds` or `idle_seconds` after the one before.",
+    )
     recorded_tool_rounds: bool = Field(
         default=False,
         description="Raise the profile's max_tool_iterations, per session, to the most "
@@ -178,6 +194,11 @@ class SessionReplay:
     call (the agent asked for its final summary instead): counted in `failed_turns`."""
     unreplayed_calls: int = 0
     """The recorded provider calls those turns never made."""
+    cold_cuts: int = 0
+    """Trims made because the prompt cache was cold (CACHE-2: `HistoryTrimmed.cold_cache`)."""
+    prompt_times: tuple[float, ...] = ()
+    """When each billed request of `prompts` was made (seconds since the session's first),
+    with the replay's clock (`ReplaySettings.think_seconds`); empty without one."""
 
     @property
     def trims(self) -> int:
@@ -248,6 +269,29 @@ class _LossMeter:
         return total
 
 
+def step_times(session: ReviewSession, settings: ReplaySettings) -> list[float] | None:
+    """The replay clock's time of every recorded step (seconds from the first), or None
+    without a clock: recorded where `recorded_times` and the session has them, else
+    `think_seconds` after the step before (`idle_seconds` before a turn's first step)."""
+    think = settings.think_seconds
+    if think is None:
+        return None
+    recorded = session.times if settings.recorded_times else ()
+    origin = next((t for t in recorded if t is not None), None)
+    out: list[float] = []
+    now = 0.0
+    for number, turn in enumerate(session.turns):
+        for j, _ in enumerate(turn.steps):
+            k = len(out)
+            at = recorded[k] if k < len(recorded) else None
+            if at is not None and origin is not None:
+                now = max(now, at - origin)
+            elif out:
+                now += settings.idle_seconds if j == 0 and number else think
+            out.append(now)
+    return out
+
+
 class _Recorded:
     """A tool that returns the recorded outputs of the current turn, in call order."""
 
@@ -283,6 +327,17 @@ def replay(
         observed.append(seen)
 
     counter = None if settings.tokenizer is None else exact_counter(settings.tokenizer)
+    times = step_times(session, settings)
+    done = [0]  # steps of the turns before the current one
+
+    def clock() -> float:
+        """The time of the step the next request answers (the last one's after the end)."""
+        assert times is not None
+        provider = agent.provider
+        answered = sum(1 for r in provider.requests if r.outcome == "reply") if isinstance(
+            provider, ScriptedProvider) else 0
+        return times[min(done[0] + answered, len(times) - 1)] if times else 0.0
+
     agent = Agent(
         ScriptedProvider(),
         settings.runtime(policy, session),
@@ -292,6 +347,7 @@ def replay(
         tools=tools,
         policy=policy,
         alias=session.name,
+        clock=None if times is None else clock,
     )
     live = 0
     if session.restored:
@@ -303,6 +359,7 @@ def replay(
     true_tokens: list[int] = []
     blocks = _Blocks(settings.true_policy) if settings.record_prompts else None
     prompts: list[Prompt] = []
+    prompt_times: list[float] = []
     measure = _LossMeter(session) if settings.measure_loss else None
     loss = ContextLoss()
     reports = None if settings.provider_usage is None else _reports(settings)
@@ -344,11 +401,13 @@ def replay(
         true_tokens.extend(r.estimated_tokens for r in provider.requests)
         if measure is not None:
             loss += measure.turn(number, [r for r in provider.requests if r.outcome == "reply"])
+        replies = [r for r in provider.requests if r.outcome == "reply"]
         if blocks is not None:
-            prompts.extend(
-                blocks.prompt(r.messages, r.tool_schemas)
-                for r in provider.requests if r.outcome == "reply"
-            )
+            prompts.extend(blocks.prompt(r.messages, r.tool_schemas) for r in replies)
+            if times:
+                prompt_times.extend(
+                    times[min(done[0] + j, len(times) - 1)] for j in range(len(replies)))
+        done[0] += len(turn.steps)
     events = agent.events
     overflow_trims = len(reactive)
     budget_trims = sum(
@@ -378,6 +437,8 @@ def replay(
         loss=loss,
         cut_short_turns=cut_short,
         unreplayed_calls=unreplayed,
+        prompt_times=tuple(prompt_times),
+        cold_cuts=sum(1 for e in events if e.cold_cache),
     )
 
 

@@ -4,7 +4,10 @@ representation."""
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -55,7 +58,36 @@ class ReviewSession(_Frozen):
     crumb_present: bool = False
     turns: tuple[ReplayTurn, ...]
     tools: tuple[str, ...] = ()
+    times: tuple[float | None, ...] = ()
+    """When each recorded provider call was made (seconds; one per step of every turn, in
+    order; None where unknown), for the replay's clock (`ReplaySettings.recorded_times`);
+    empty: none recorded."""
 
+
+    @field_validator("times")
+    @classmethod
+    def _finite(cls, value: tuple[float | None, ...]) -> tuple[float | None, ...]:
+        for at in value:
+            if at is not None and not math.isfinite(at):
+                raise ValueError(f"expected finite seconds or null, got {at}")
+        return value
+
+    def with_times(self, times: Sequence[float | None]) -> ReviewSession:
+        """This session with the recorded times of its file's provider calls (one per
+        assistant message, in order), aligned from the end: the restored part's calls come
+        first, and a turn's closing empty reply that the file does not hold (a turn that
+        ends on tool results) has no time. As it is when the file has fewer calls."""
+        steps = [s for turn in self.turns for s in turn.steps]
+        closers = {
+            id(turn.steps[-1]) for turn in self.turns
+            if turn.steps and not turn.steps[-1].text and not turn.steps[-1].tool_calls
+        }
+        recorded = sum(1 for s in steps if id(s) not in closers)
+        if len(times) < recorded:
+            return self
+        found = iter(times[len(times) - recorded:])
+        return self.model_validate({**dict(self), "times": tuple(
+            None if id(s) in closers else next(found) for s in steps)})
 
     def history(self) -> list[ConversationMessage]:
         """The whole recorded conversation as structured items (system prompt, restored part,
@@ -159,3 +191,49 @@ def session_from_items(
         turns=tuple(turns),
         tools=tuple(tools),
     )
+
+
+MAX_TIMES_BYTES = 64_000_000
+"""The largest call-times file read (examples/real/call-times.json is under 300 kB)."""
+
+
+def recorded_times(path: str | Path) -> dict[str, list[float | None]]:
+    """A call-times file (tools/call_times.py: {corpus: {session: [[seconds, 1h], ...]}}) as
+    each session's call times by name (the first name wins across corpora); a bad file
+    names what is wrong in one line."""
+    source = Path(path)
+    with source.open("rb") as handle:
+        data = handle.read(MAX_TIMES_BYTES + 1)
+    if len(data) > MAX_TIMES_BYTES:
+        raise ValueError(f"{source}: over {MAX_TIMES_BYTES} bytes")
+    try:
+        document = json.loads(data)
+    except ValueError as error:
+        raise ValueError(f"{source}: not JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{source}: expected an object of corpora")
+    out: dict[str, list[float | None]] = {}
+    for corpus, sessions in document.items():
+        if not isinstance(sessions, dict):
+            raise ValueError(f"{source}: {corpus}: expected an object of sessions")
+        for name, calls in sessions.items():
+            if not isinstance(calls, list):
+                raise ValueError(f"{source}: {corpus}.{name}: expected a list of calls")
+            out.setdefault(name, [_seconds(source, f"{corpus}.{name}", c) for c in calls])
+    return out
+
+
+def _seconds(source: Path, where: str, call: Any) -> float | None:
+    if call is None:
+        return None
+    at = call[0] if isinstance(call, list) and call else call
+    if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+        raise ValueError(f"{source}: {where}: expected [seconds, ...] or null, got {call!r}")
+    return float(at)
+
+
+def with_recorded_times(
+    sessions: Sequence[ReviewSession], times: dict[str, list[float | None]]
+) -> list[ReviewSession]:
+    """Each session with its recorded call times, where `times` has one per step."""
+    return [s.with_times(times[s.name]) if s.name in times else s for s in sessions]

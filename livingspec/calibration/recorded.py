@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ from histtrim.adapters.anthropic import from_anthropic
 from histtrim.adapters.openai import from_openai
 from histtrim.estimate import message_costs
 from histtrim.messages import ChatMessage
-from histtrim.review.cache import ANTHROPIC, GEMINI, CacheModel, Prompt, price_calls, totals
+from histtrim.review.cache import (
+    ANTHROPIC,
+    GEMINI,
+    CachedCall,
+    CacheModel,
+    Prompt,
+    price_calls,
+    totals,
+)
 
 MIN_GROWTH = 5_000
 """A session's growth ratio needs its prompt to have grown by this many recorded tokens."""
@@ -44,6 +53,11 @@ class RecordedSession:
     calls: tuple[Call, ...]
     prompts: tuple[Prompt, ...]
     cache: CacheModel
+    times: tuple[float | None, ...] | None = None
+    """When each call was made (seconds; examples/real/call-times.json), None where unknown."""
+    lifetimes: tuple[int | None, ...] | None = None
+    """The lifetime each call's cache write bought (Claude Code: 3,600 where it bought an
+    hour), None where the cache model's own applies."""
 
     @property
     def hidden(self) -> int:
@@ -68,11 +82,27 @@ class RecordedSession:
     def recorded_share(self) -> float:
         return sum(c.cached for c in self.calls) / sum(c.recorded for c in self.calls)
 
-    def predicted_share(self) -> float:
+    def predicted_share(self, cache: CacheModel | None = None, *, timed: bool = False,
+                        warm: bool = False) -> float:
         """The cache model's cached share over the same calls: each prompt the estimated rows
-        before the call, after one block for the hidden prefix."""
+        before the call, after one block for the hidden prefix. `timed`: the cache ages with
+        the calls' recorded times and lifetimes; `warm`: the part of the hidden prefix the
+        first call read (the client's tool schemas, kept warm by its other sessions) is read
+        on every call, cold cache or not."""
+        return totals(self.priced(cache, timed=timed, warm=warm)).cached_share
+
+    def priced(self, cache: CacheModel | None = None, *, timed: bool = False,
+               warm: bool = False) -> list[CachedCall]:
+        """`predicted_share`'s calls, each priced."""
         hidden: Prompt = (("hidden", self.hidden),) if self.hidden else ()
-        return totals(price_calls([hidden + p for p in self.prompts], self.cache)).cached_share
+        shared = min(self.calls[0].cached, self.hidden) if warm else 0
+        if shared:  # the part of the hidden prefix the first call already read
+            hidden = (("warm", shared), ("hidden", self.hidden - shared))
+        return price_calls(
+            [hidden + p for p in self.prompts], cache or self.cache,
+            self.times if timed else None, warm=int(bool(shared)),
+            lifetimes=self.lifetimes if timed else None,
+        )
 
 
 def _prompt_opens(messages: Sequence[dict[str, Any]]) -> list[int]:
@@ -124,9 +154,21 @@ def _read(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def _timed(session: RecordedSession, times: dict[str, Any]) -> RecordedSession:
+    """`session` with its calls' times and write lifetimes (call-times.json: per call
+    [seconds, 1 if the write bought an hour], or null), when the file has as many."""
+    calls = times.get(session.corpus, {}).get(session.name)
+    if not isinstance(calls, list) or len(calls) != len(session.calls):
+        return session
+    at = tuple(float(c[0]) if isinstance(c, list) else None for c in calls)
+    life = tuple(3600 if isinstance(c, list) and c[1] else None for c in calls)
+    return replace(session, times=at, lifetimes=life)
+
+
 def recorded_sessions(real: Path) -> list[RecordedSession]:
     """Every session of `real`/claude-code (Anthropic messages; Anthropic's cache model) and
-    `real`/mini-swe-agent (OpenAI messages; Gemini's), in name order."""
+    `real`/mini-swe-agent (OpenAI messages; Gemini's), in name order, with the calls' times
+    where `real`/call-times.json (tools/call_times.py) holds them."""
     found = [
         _calls(p.stem, "claude-code", _read(p), lambda m: from_anthropic(m).rows,
                _anthropic_counts, ANTHROPIC)
@@ -136,4 +178,44 @@ def recorded_sessions(real: Path) -> list[RecordedSession]:
         _calls(p.stem, "mini-swe-agent", _read(p), from_openai, _openai_counts, GEMINI)
         for p in sorted((real / "mini-swe-agent").glob("*.jsonl"))
     ]
-    return found
+    stamps = real / "call-times.json"
+    times = json.loads(stamps.read_text()) if stamps.is_file() else {}
+    return [_timed(s, times) for s in found]
+
+
+def split(sessions: Sequence[RecordedSession]) -> tuple[list[RecordedSession],
+                                                        list[RecordedSession]]:
+    """(tuned, held out): every third session by sorted name is held out."""
+    ordered = sorted(sessions, key=lambda s: s.name)
+    return ([s for i, s in enumerate(ordered) if i % 3 != 2],
+            [s for i, s in enumerate(ordered) if i % 3 == 2])
+
+
+def pooled(sessions: Sequence[RecordedSession], cache: CacheModel | None, *, timed: bool,
+           warm: bool) -> tuple[float, float]:
+    """(predicted, recorded) cached share over every call of `sessions`."""
+    cached = tokens = 0
+    for s in sessions:
+        for call in s.priced(cache, timed=timed, warm=warm):
+            cached, tokens = cached + call.cached, tokens + call.tokens
+    recorded = sum(c.cached for s in sessions for c in s.calls)
+    total = sum(c.recorded for s in sessions for c in s.calls)
+    return cached / tokens, recorded / total
+
+
+def warm_prefix(tuned: Sequence[RecordedSession], cache: CacheModel) -> bool:
+    """Whether reading, on every call, the part of the hidden prefix each first call read
+    (what the client's other sessions keep warm) brings the tuned sessions' pooled share
+    closer to the recorded one."""
+    gaps = {}
+    for warm in (False, True):
+        predicted, recorded = pooled(tuned, cache, timed=True, warm=warm)
+        gaps[warm] = abs(predicted - recorded)
+    return gaps[True] < gaps[False]
+
+
+def hit_rate(tuned: Sequence[RecordedSession], cache: CacheModel) -> Fraction:
+    """The share of a live prefix the provider served on the tuned sessions, to hundredths."""
+    guaranteed = cache.model_copy(update={"hit_rate": Fraction(1)})
+    predicted, recorded = pooled(tuned, guaranteed, timed=True, warm=False)
+    return Fraction(round(min(1.0, recorded / predicted) * 100), 100)

@@ -1,12 +1,14 @@
 """Chapter 16's cost-against-loss figure: recorded sessions replayed under the field's ways of
 keeping tool context (CTX-1..9) and two whole-turn policies, each priced with a prompt-cache
-model and measured for the needed context lost (`histtrim.review.loss`)."""
+model that knows its lifetime (each request at its recorded time, or 5 seconds after the one
+before) and measured for the needed context lost (`histtrim.review.loss`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from histtrim.config import ProviderProfile, RuntimeProfile
@@ -15,7 +17,7 @@ from histtrim.review.cache import ANTHROPIC, CacheModel
 from histtrim.review.compare import cache_totals
 from histtrim.review.loss import NO_LOSS
 from histtrim.review.replay import ReplaySettings, replay_session
-from histtrim.review.sessions import ReviewSession
+from histtrim.review.sessions import ReviewSession, recorded_times, with_recorded_times
 from livingspec.plotting import can_draw
 from livingspec.plotting._base import _PALETTE, _Plot, panel_width
 
@@ -51,13 +53,28 @@ def field_policies(window: int) -> dict[str, Policy]:
 
 def route(window: int) -> ReplaySettings:
     """The replay route: a `window`-token model, a budget of three quarters of it, tool loops
-    as long as the recordings, the loss measured and every request kept for the cache."""
+    as long as the recordings, the loss measured and every request kept for the cache, each
+    at its recorded time where the session has one, else 5 seconds after the one before (the
+    cache model's lifetime, chapter 14's Review 7)."""
     return ReplaySettings(
         profile=RuntimeProfile(max_context_tokens=window * 3 // 4, max_tool_iterations=1000),
         provider=ProviderProfile(model="replay-model", context_window=window),
         measure_loss=True,
         record_prompts=True,
+        think_seconds=5,
+        recorded_times=True,
     )
+
+
+CALL_TIMES = Path(__file__).resolve().parents[2] / "examples" / "real" / "call-times.json"
+"""The real sessions' recorded call times (tools/call_times.py)."""
+
+
+def timed(sessions: Sequence[ReviewSession]) -> list[ReviewSession]:
+    """The sessions with their recorded call times, where call-times.json has them."""
+    if not CALL_TIMES.is_file():
+        return list(sessions)
+    return with_recorded_times(sessions, recorded_times(CALL_TIMES))
 
 
 @dataclass(frozen=True)
@@ -92,7 +109,8 @@ def cost_and_loss(
         settings = route(window)
         base = None
         for label, policy in field_policies(window).items():
-            replays = [replay_session(s, policy, settings, label=label) for s in sessions]
+            replays = [replay_session(s, policy, settings, label=label)
+                       for s in timed(sessions)]
             totals = cache_totals(replays, cache)
             base = totals.cost if base is None else base
             loss = sum((r.loss for r in replays), NO_LOSS)
