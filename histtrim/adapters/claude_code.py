@@ -145,9 +145,13 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
     results_open = False
     last_id: str | None = None
     previous = ""
+    started: dict[str, float | None] = {}
+    """Each message id's first row time (a thinking-only row included): the call's time."""
     for row in rows:
         kind = row_kind(row)
         message = row.get("message") or {}
+        if kind in ("assistant", "thinking only") and isinstance(message.get("id"), str):
+            started.setdefault(message["id"], iso_seconds(row.get("timestamp")))
         if kind == "meta" and previous == "command" and not _CAVEAT.match(
             _text_of(message.get("content") or "")
         ):
@@ -182,7 +186,8 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             if model:
                 entry["model"] = model
             part.messages.append(entry)
-            part.calls.append(Call(msg_id, iso_seconds(row.get("timestamp")),
+            when = started[msg_id] if msg_id is not None else iso_seconds(row.get("timestamp"))
+            part.calls.append(Call(msg_id, when,
                                    message["usage"] if recorded else {}, model))
             last_id, results_open = msg_id, False
         elif kind == "results":
