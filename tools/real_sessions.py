@@ -37,10 +37,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from histtrim.adapters.claude_code import Part, rows_of, transcript_parts
+from histtrim.adapters.claude_code import LIFETIMES, Part, rows_of, transcript_parts
 
 Message = dict[str, Any]
 Reader = Callable[[str], bytes]
@@ -590,8 +591,26 @@ def _call_ids(messages: list[Msg]) -> set[str]:
 
 def corpus_messages(part: Part) -> list[Msg]:
     """A part's messages as the corpus writes them: each assistant message with the usage
-    and model its call recorded (the package's reader keeps them there)."""
-    return part.messages
+    and model its call recorded (the package's reader keeps them there), the cache write's
+    lifetimes where recorded (`usage.cache_creation`), and the call's time (`timestamp`,
+    its first row's, UTC)."""
+    out: list[Msg] = []
+    for message, call in zip(part.messages, part.calls, strict=True):
+        if call is None:
+            out.append(message)
+            continue
+        message = dict(message)
+        lifetimes = call.usage.get("cache_creation") if "usage" in message else None
+        if isinstance(lifetimes, dict):
+            kept = {k: lifetimes[k] for k in LIFETIMES if isinstance(lifetimes.get(k), int)}
+            if kept:
+                message["usage"] = {**message["usage"], "cache_creation": kept}
+        if call.timestamp is not None:
+            moment = datetime.fromtimestamp(call.timestamp, UTC)
+            message["timestamp"] = moment.isoformat(timespec="milliseconds").replace(
+                "+00:00", "Z")
+        out.append(message)
+    return out
 
 
 def licence_file(slug: str, text: bytes) -> str:
@@ -650,8 +669,15 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   call that produced it, as the client recorded them (the message's last row):
   `input_tokens` (uncached input), `cache_read_input_tokens`, `cache_creation_input_tokens`
   (written to the cache) and `output_tokens`; the prompt of that call is their first three
-  summed. `model` names the model. These two keys are histtrim's additions to the message
-  (the API does not read them back).
+  summed. `model` names the model. Where the client recorded how long the written cache
+  lives, `usage.cache_creation` keeps its split (`ephemeral_5m_input_tokens`,
+  `ephemeral_1h_input_tokens`), and `timestamp` is the call's time (the first row of its
+  message id, UTC): a prompt cache's entries expire, so what a call reads depends on when
+  the previous one wrote. These keys are histtrim's additions to the message (the API does
+  not read them back). The conversion is the package's Claude Code reader
+  (`histtrim.adapters.claude_code.transcript_parts`, the one `histtrim` uses on a user's
+  own files); `timestamp` and `usage.cache_creation` were added when it moved there
+  (2026-12); with them left out, that build is byte-identical to the one before.
 - Sessions are told apart by `sessionId`; the versions of one session in a repository's
   history are merged (each row once, by its uuid, the oldest version first: a hook that
   rewrites the file keeps part of a session in one commit and the rest in another; the table

@@ -45,7 +45,7 @@ _KEPT_BLOCKS = ("text", "tool_use", "image")
 USAGE_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
               "output_tokens")
 """The recorded usage a message keeps: Anthropic's counts (input excludes the cache)."""
-_LIFETIMES = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+LIFETIMES = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
 
 
 def _text_of(content: Any) -> str:
@@ -263,7 +263,7 @@ def call_of(call: Call, record: int) -> RecordedCall:
     five = one = None
     if isinstance(lifetimes, dict):
         five, one = (v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
-                     for v in (lifetimes.get(k) for k in _LIFETIMES))
+                     for v in (lifetimes.get(k) for k in LIFETIMES))
     return RecordedCall(
         record=record,
         input_tokens=max(0, counts.get("input_tokens", 0)) + max(0, read) + max(0, write),
