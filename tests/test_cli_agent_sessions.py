@@ -43,7 +43,7 @@ def test_trim_writes_the_anthropic_request_and_says_so(
     target = tmp_path / "request.json"
     code, _, err = run(capsys, "trim", CLAUDE, "--budget", 20_000, "-o", target)
     assert code == 0
-    assert "wrote the trimmed Anthropic request" in err
+    assert "wrote the Anthropic request it would send next" in err
     body = json.loads(target.read_text())
     part = read_claude(CLAUDE.read_bytes(), "x").parts[-1]
     assert body["model"] == part.calls[-1].model

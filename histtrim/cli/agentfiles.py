@@ -45,8 +45,8 @@ class AgentFile:
         index = self.read.parts.index(self.part) + 1
         skipped = sum(self.read.skipped.values())
         return (
-            f"histtrim: {source}: a {AGENT_NAMES[self.agent]} session; {what} "
-            f"{PROVIDER_NAMES[self.format]} request of its part {index} of "
+            f"histtrim: {source}: a {AGENT_NAMES[self.agent]} session; {what} the "
+            f"{PROVIDER_NAMES[self.format]} request it would send next, from part {index} of "
             f"{len(self.read.parts)} ({self.part.kind}, {len(self.part.records)} messages, "
             f"{len(self.part.calls)} recorded calls; {skipped} rows skipped, "
             f"{self.read.unpaired} unpaired)"

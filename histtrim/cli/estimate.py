@@ -135,7 +135,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if agent is not None:  # an agent's own file: the request it would send next
         data = agent.body
         args = argparse.Namespace(**{**vars(args), "format": agent.format})
-        say(agent.note(source, "estimated the"), err=True)
+        say(agent.note(source, "estimated"), err=True)
     hf = fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         try:

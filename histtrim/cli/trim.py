@@ -462,11 +462,11 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # Everything is validated before the first byte is written; a file's pieces are made as
     # they go into its temporary copy (the target changes only once they all are).
     emit(args.output, output)
-    if agent is not None:
-        say(agent.note(source, "wrote the trimmed"), err=True)
     for event in outcome.events:
         say(event.to_json(), err=True)
     say(summary(source, outcome, limits), err=True)
+    if agent is not None:
+        say(agent.note(source, "wrote"), err=True)
     warnings = outcome.warnings
     if warnings is None:
         warnings = pairing_warnings(outcome.written)
