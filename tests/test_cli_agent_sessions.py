@@ -69,9 +69,15 @@ def test_review_of_a_folder_takes_the_recorded_model_window_and_usage(
     folder.mkdir()
     shutil.copy(CLAUDE, folder / "one.jsonl")
     shutil.copy(CLAUDE, folder / "two.jsonl")
+    # a project folder also holds files with no conversation: reviewed as empty, not refused
+    (folder / "summary.jsonl").write_text(
+        '{"type":"summary","summary":"Go version fix","leafUuid":"u1"}\n')
+    (folder / "snapshot.jsonl").write_text(
+        '{"type":"file-history-snapshot","messageId":"m","snapshot":{},'
+        '"isSnapshotUpdate":false}\n')
     code, out, _ = run(capsys, "review", folder, "--workers", 1)
     assert code == 0
     assert "window: 200000 tokens, claude-sonnet-4-20250514's (the recorded model)" in out
     assert "declared window  200000 tokens" in out
     calls = len(read_claude(CLAUDE.read_bytes(), "x").parts[0].calls)
-    assert f"recorded usage (2 of 2 sessions, {2 * calls} calls)" in out
+    assert f"recorded usage (2 of 4 sessions, {2 * calls} calls)" in out

@@ -349,11 +349,12 @@ def read_session(data: bytes, name: str) -> SessionRead:
     return read.model_copy(update={"skipped": skipped})
 
 
-_SNIFF = re.compile(rb'"(?:parentUuid|isSidechain|leafUuid)"\s*:')
+_SNIFF = re.compile(rb'"(?:parentUuid|isSidechain|leafUuid|isSnapshotUpdate)"\s*:')
 _TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant|summary|system|file-history-snapshot)"')
 
 
 def sniff(head: bytes) -> bool:
-    """A Claude Code transcript: its first records name a `parentUuid`, `isSidechain` or
-    `leafUuid` (keys of Claude Code's rows only), and a row type Claude Code writes."""
+    """A Claude Code transcript: its first records name a `parentUuid`, `isSidechain`,
+    `leafUuid` or `isSnapshotUpdate` (keys of Claude Code's rows only), and a row type
+    Claude Code writes."""
     return _SNIFF.search(head) is not None and _TYPE.search(head) is not None

@@ -80,6 +80,14 @@ def request_body(part: SessionPart) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
+def read_agent(data: bytes, name: str) -> tuple[AgentFormat, SessionRead] | None:
+    """The agent format the file's content shows and its reader's answer, or None."""
+    agent = detect(data)
+    if agent is None:
+        return None
+    return agent, reader(agent)(data, name)
+
+
 def read_agent_file(
     source: str, data: bytes, format: str | None, *, longest: bool = False
 ) -> AgentFile | None:
@@ -87,10 +95,10 @@ def read_agent_file(
     the format to read it as)."""
     if format is not None:
         return None
-    agent = detect(data)
-    if agent is None:
+    found = read_agent(data, Path(source).stem)
+    if found is None:
         return None
-    read = reader(agent)(data, Path(source).stem)
+    agent, read = found
     part = main_part(read, longest=longest)
     if part is None:
         raise InputError(source, f"a {AGENT_NAMES[agent]} session with no conversation "

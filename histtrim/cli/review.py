@@ -16,7 +16,13 @@ from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.adapters.tokenizers import INSTALL_HINT, tokenizers_available
-from histtrim.cli.agentfiles import read_agent_file
+from histtrim.cli.agentfiles import (
+    AgentFile,
+    main_part,
+    read_agent,
+    read_agent_file,
+    request_body,
+)
 from histtrim.cli.argtypes import count, file_path, positive
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
@@ -127,15 +133,18 @@ def _anthropic_session(path: str, data: bytes) -> tuple[list[ConversationMessage
 def agent_session(path: str, data: bytes) -> ReviewSession | None:
     """An agent's own session file (its longest context) as a replay whose provider counts
     requests as the recorded usage says (`histtrim.review.recorded`); None for other files."""
-    source = display_name(path)
-    agent = read_agent_file(source, data, None, longest=True)
-    if agent is None:
+    found = read_agent(data, Path(path).stem)
+    if found is None:
         return None
+    part = main_part(found[1], longest=True)
+    if part is None:  # a summary-only file, as a project folder holds: nothing to replay
+        return ReviewSession(name=Path(path).stem, turns=())
+    agent = AgentFile(*found, part, request_body(part))
     if agent.format == "anthropic":
         items, _ = _anthropic_session(path, agent.body)
     else:
         items = read_session(path, "openai", data=agent.body).items
-    history = read_rows(source, agent.body, agent.format)  # type: ignore[arg-type]
+    history = read_rows(display_name(path), agent.body, agent.format)  # type: ignore[arg-type]
     rows = [item for item in items if isinstance(item, ChatMessage)]
     costs = list(history.costs) if history is not None else message_costs(rows)
     sums = list(accumulate(costs, initial=0))
