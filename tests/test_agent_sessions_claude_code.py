@@ -166,3 +166,28 @@ def test_input_is_never_mutated() -> None:
 
     read_rows(rows, "s")
     assert json.dumps(rows) == before
+
+
+ODD: tuple[Any, ...] = (None, 7, True, "x", [1, {"a": 2}], {"content": {"id": [1]}})
+
+
+def test_any_value_in_any_field_is_read_or_counted_never_raised() -> None:
+    """Every field of every row (the row's own and its message's) replaced in turn by a value
+    of another type: the reader still answers, its records are provider records."""
+    rows = _session()
+    for k, row in enumerate(rows):
+        places = [(row, key) for key in row]
+        if isinstance(row.get("message"), dict):
+            places += [(row["message"], key) for key in row["message"]]
+        for holder, key in places:
+            for odd in ODD:
+                original = holder[key]
+                holder[key] = odd
+                try:
+                    read = read_session(_jsonl(rows), "s")
+                finally:
+                    holder[key] = original
+                for part in read.parts:
+                    assert all(m["role"] in ("user", "assistant") for m in part.records), (
+                        k, key, odd)
+                    assert all(isinstance(m["content"], str | list) for m in part.records)

@@ -155,3 +155,29 @@ def test_counts_written_before_their_items_go_to_the_next_call() -> None:
 def test_unanswered_call_is_reported() -> None:
     rows = _rollout()[:6]
     assert read_session(_jsonl(rows), "r").unpaired == 1
+
+
+ODD: tuple[Any, ...] = (None, 7, True, "x", [1, {"a": 2}], {"content": {"content": [1]}})
+
+
+def test_any_value_in_any_field_is_read_or_counted_never_raised() -> None:
+    """Every field of every line (its own and its payload's) replaced in turn by a value of
+    another type: the reader still answers with OpenAI messages."""
+    rows = _rollout()
+    for k, row in enumerate(rows):
+        places = [(row, key) for key in row]
+        if isinstance(row.get("payload"), dict):
+            places += [(row["payload"], key) for key in row["payload"]]
+        for holder, key in places:
+            for odd in ODD:
+                original = holder[key]
+                holder[key] = odd
+                try:
+                    read = read_session(_jsonl(rows), "r")
+                finally:
+                    holder[key] = original
+                for part in read.parts:
+                    assert all(m["role"] in ("user", "assistant", "tool", "system")
+                               for m in part.records), (k, key, odd)
+                    assert all(isinstance(m["content"], str | list) for m in part.records)
+                    from_openai(list(part.records))

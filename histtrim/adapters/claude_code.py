@@ -31,9 +31,10 @@ Msg = dict[str, Any]
 
 
 def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
-    """Add `n` to `counts[kind]` (what the reader skipped, by kind)."""
+    """Add `n` to `counts[kind]` (what the reader skipped, by kind; a kind the file names
+    is cut to 64 characters)."""
     if n:
-        counts[kind] = counts.get(kind, 0) + n
+        counts[kind[:64]] = counts.get(kind[:64], 0) + n
 
 _COMMAND = re.compile(r"^\s*<(command-name|command-message|local-command-stdout|"
                       r"local-command-stderr|local-command-caveat|command-args)>")
@@ -74,7 +75,9 @@ def row_kind(row: dict[str, Any]) -> str:
     if row.get("isSidechain"):
         return "side-agent"
     message = row.get("message")
-    if kind == "assistant" and isinstance(message, dict):
+    if kind == "assistant":
+        if not isinstance(message, dict):
+            return "assistant without message"
         if message.get("model") == "<synthetic>":
             return "synthetic"
         blocks = _blocks(message.get("content"), _KEPT_BLOCKS)
@@ -149,7 +152,9 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
     """Each message id's first row time (a thinking-only row included): the call's time."""
     for row in rows:
         kind = row_kind(row)
-        message = row.get("message") or {}
+        message = row.get("message")
+        if not isinstance(message, dict):
+            message = {}
         if kind in ("assistant", "thinking only") and isinstance(message.get("id"), str):
             started.setdefault(message["id"], iso_seconds(row.get("timestamp")))
         if kind == "meta" and previous == "command" and not _CAVEAT.match(
@@ -207,9 +212,12 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
                 part.calls.append(None)
             last_id, results_open = None, True
         elif kind in ("prompt", "compact"):
-            content = message["content"]
+            content = message.get("content")
             if isinstance(content, list):
                 content = _blocks(content, ("text", "image"))
+            elif not isinstance(content, str):
+                count(dropped, "empty")  # a summary row without text
+                continue
             part.messages.append({"role": "user", "content": content})
             part.calls.append(None)
             last_id, results_open = None, False
@@ -327,15 +335,20 @@ def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
 
 def _unpaired(records: tuple[dict[str, object], ...]) -> int:
     """Tool calls with no result and results with no call, in one part."""
-    calls: set[object] = set()
-    results: set[object] = set()
+    calls: set[str] = set()
+    results: set[str] = set()
     for record in records:
         for block in _blocks(record.get("content"), ("tool_use", "tool_result")):
             if block.get("type") == "tool_use":
-                calls.add(block.get("id"))
+                calls.add(_key(block.get("id")))
             else:
-                results.add(block.get("tool_use_id"))
+                results.add(_key(block.get("tool_use_id")))
     return len(calls ^ results)
+
+
+def _key(value: object) -> str:
+    """A call id as a set key (an id that is not a string is still one, never a crash)."""
+    return value if isinstance(value, str) else repr(value)
 
 
 def read_session(data: bytes, name: str) -> SessionRead:

@@ -33,9 +33,10 @@ Msg = dict[str, Any]
 
 
 def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
-    """Add `n` to `counts[kind]` (what the reader skipped, by kind)."""
+    """Add `n` to `counts[kind]` (what the reader skipped, by kind; a kind the file names
+    is cut to 64 characters)."""
     if n:
-        counts[kind] = counts.get(kind, 0) + n
+        counts[kind[:64]] = counts.get(kind[:64], 0) + n
 
 _CALLS = {
     "function_call": "function",
@@ -74,10 +75,10 @@ def _images(content: Any) -> list[Msg]:
 
 def _output_text(output: Any) -> str:
     """A tool output: a string, `{content, success}`, or a list of content items."""
+    while isinstance(output, dict):
+        output = output.get("content", "")
     if isinstance(output, str):
         return output
-    if isinstance(output, dict):
-        return _output_text(output.get("content", ""))
     if isinstance(output, list):
         return _text(output)
     return json.dumps(output, ensure_ascii=False)
@@ -112,6 +113,9 @@ class _Reader:
     def item(self, item: dict[str, Any]) -> None:
         kind = item.get("type")
         part = self.part
+        if not isinstance(kind, str):
+            count(self.skipped, "response_item without type")
+            return
         if kind == "message":
             role = item.get("role")
             text = _text(item.get("content"))
@@ -267,7 +271,10 @@ def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
     """A rollout's records: the session, then each context a compaction started."""
     reader = _Reader()
     for row in rows:
-        reader.row(row)
+        try:
+            reader.row(row)
+        except RecursionError:  # a value nested past what json can write back
+            count(reader.skipped, "garbled")
     reader._close()
     kept = [p for p in reader.parts if any(m["role"] == "assistant" for m in p.messages)]
     parts = tuple(
