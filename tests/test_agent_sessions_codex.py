@@ -86,6 +86,8 @@ def _rollout() -> list[dict[str, Any]]:
     return [
         _line("session_meta", {"id": "x", "cwd": "/w", "cli_version": "0.60.0"}),
         _line("turn_context", {"cwd": "/w", "model": "gpt-5-codex"}),
+        _item(type="message", role="developer",
+              content=[{"type": "input_text", "text": "<permissions>on-request"}]),
         _user("fix the bug"),
         _item(type="reasoning", summary=[], encrypted_content="..."),
         _item(type="function_call", name="shell", arguments='{"command":["ls"]}',
@@ -125,8 +127,8 @@ def test_repeats_and_notices_dropped_and_compaction_is_a_part() -> None:
         (1000, 0, 50), (1100, 1000, 60), (1200, 1100, 20)]
     assert [c.model for c in first.calls] == ["gpt-5-codex"] * 3
     assert [m["role"] for m in first.records] == [
-        "user", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert first.records[3]["tool_calls"][0]["function"] == {
+        "developer", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert first.records[4]["tool_calls"][0]["function"] == {
         "name": "apply_patch", "arguments": "*** Begin Patch"}
     assert [m["content"] for m in second.records] == [
         "fix the bug", "summary", "and the tests", "Added."]
@@ -142,8 +144,8 @@ def test_repeats_and_notices_dropped_and_compaction_is_a_part() -> None:
 
 def test_counts_written_before_their_items_go_to_the_next_call() -> None:
     """Older Codex wrote a call's count before its items: the same calls either way."""
-    rows = _rollout()[:15]
-    order = (0, 1, 2, 5, 6, 7, 3, 4, 8, 10, 11, 9, 12, 14, 13)
+    rows = _rollout()[:16]
+    order = (0, 1, 2, 3, 6, 7, 8, 4, 5, 9, 11, 12, 10, 13, 15, 14)
     moved = [rows[k] for k in order]
     after = read_session(_jsonl(rows), "r").parts[0]
     before = read_session(_jsonl(moved), "r").parts[0]
@@ -153,7 +155,7 @@ def test_counts_written_before_their_items_go_to_the_next_call() -> None:
 
 
 def test_unanswered_call_is_reported() -> None:
-    rows = _rollout()[:6]
+    rows = _rollout()[:7]
     assert read_session(_jsonl(rows), "r").unpaired == 1
 
 
@@ -177,7 +179,7 @@ def test_any_value_in_any_field_is_read_or_counted_never_raised() -> None:
                 finally:
                     holder[key] = original
                 for part in read.parts:
-                    assert all(m["role"] in ("user", "assistant", "tool", "system")
+                    assert all(m["role"] in ("user", "assistant", "tool", "developer", "system")
                                for m in part.records), (k, key, odd)
                     assert all(isinstance(m["content"], str | list) for m in part.records)
                     from_openai(list(part.records))

@@ -127,8 +127,7 @@ class _Reader:
                 return
             images = _images(item.get("content"))
             content: Any = [{"type": "text", "text": text}, *images] if images else text
-            part.messages.append({"role": "user" if role == "user" else "system",
-                                  "content": content})
+            part.messages.append({"role": role, "content": content})
             part.open = False
         elif kind in _CALLS:
             call_id = item.get("call_id") or item.get("id")
