@@ -592,8 +592,8 @@ def _call_ids(messages: list[Msg]) -> set[str]:
 def corpus_messages(part: Part) -> list[Msg]:
     """A part's messages as the corpus writes them: each assistant message with the usage
     and model its call recorded (the package's reader keeps them there), the cache write's
-    lifetimes where recorded (`usage.cache_creation`), and the call's time (`timestamp`,
-    its first row's, UTC)."""
+    lifetimes where recorded (`cache_creation`), and the call's time (`timestamp`, its first
+    row's, UTC)."""
     out: list[Msg] = []
     for message, call in zip(part.messages, part.calls, strict=True):
         if call is None:
@@ -603,8 +603,8 @@ def corpus_messages(part: Part) -> list[Msg]:
         lifetimes = call.usage.get("cache_creation") if "usage" in message else None
         if isinstance(lifetimes, dict):
             kept = {k: lifetimes[k] for k in LIFETIMES if isinstance(lifetimes.get(k), int)}
-            if kept:
-                message["usage"] = {**message["usage"], "cache_creation": kept}
+            if kept:  # beside `usage`, whose counts stay the four every session has
+                message["cache_creation"] = kept
         if call.timestamp is not None:
             moment = datetime.fromtimestamp(call.timestamp, UTC)
             message["timestamp"] = moment.isoformat(timespec="milliseconds").replace(
@@ -670,14 +670,15 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   `input_tokens` (uncached input), `cache_read_input_tokens`, `cache_creation_input_tokens`
   (written to the cache) and `output_tokens`; the prompt of that call is their first three
   summed. `model` names the model. Where the client recorded how long the written cache
-  lives, `usage.cache_creation` keeps its split (`ephemeral_5m_input_tokens`,
+  lives, `cache_creation` keeps the split of `cache_creation_input_tokens` as the API
+  reports it in `usage.cache_creation` (`ephemeral_5m_input_tokens`,
   `ephemeral_1h_input_tokens`), and `timestamp` is the call's time (the first row of its
   message id, UTC): a prompt cache's entries expire, so what a call reads depends on when
   the previous one wrote. These keys are histtrim's additions to the message (the API does
   not read them back). The conversion is the package's Claude Code reader
   (`histtrim.adapters.claude_code.transcript_parts`, the one `histtrim` uses on a user's
-  own files); `timestamp` and `usage.cache_creation` were added when it moved there
-  (2026-12); with them left out, that build is byte-identical to the one before.
+  own files); `timestamp` and `cache_creation` were added when it moved there (2026-12);
+  with them left out, that build is byte-identical to the one before.
 - Sessions are told apart by `sessionId`; the versions of one session in a repository's
   history are merged (each row once, by its uuid, the oldest version first: a hook that
   rewrites the file keeps part of a session in one commit and the rest in another; the table
