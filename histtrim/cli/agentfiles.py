@@ -45,12 +45,17 @@ class AgentFile:
         index = self.read.parts.index(self.part) + 1
         skipped = sum(self.read.skipped.values())
         return (
-            f"histtrim: {source}: a {AGENT_NAMES[self.agent]} session; {what} the "
+            f"histtrim: {source}: {_article(AGENT_NAMES[self.agent])} "
+            f"{AGENT_NAMES[self.agent]} session; {what} the "
             f"{PROVIDER_NAMES[self.format]} request it would send next, from part {index} of "
             f"{len(self.read.parts)} ({self.part.kind}, {len(self.part.records)} messages, "
             f"{len(self.part.calls)} recorded calls; {skipped} rows skipped, "
             f"{self.read.unpaired} unpaired)"
         )
+
+
+def _article(name: str) -> str:
+    return "an" if name[0] in "AEIOU" else "a"
 
 
 def main_part(read: SessionRead, *, longest: bool = False) -> SessionPart | None:
