@@ -216,7 +216,7 @@ def _result(result: object) -> str:
 def read_session(data: bytes, name: str) -> SessionRead:
     """One Gemini CLI chat file (JSON Lines, or the older single JSON object)."""
     skips = Skips()
-    whole = loads(data) if data.lstrip()[:1] == b"{" else None
+    whole = loads(data) if data[:4096].lstrip()[:1] == b"{" else None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         records: list[Any] = [{k: v for k, v in whole.items() if k != "messages"},
                               *whole["messages"]]

@@ -56,7 +56,7 @@ def sniff(head: bytes) -> bool:
 
 
 def _events(data: bytes, skips: Skips) -> Iterator[Any]:
-    whole = loads(data) if data.lstrip()[:1] in (b"[", b"{") else None
+    whole = loads(data) if data[:4096].lstrip()[:1] in (b"[", b"{") else None
     if isinstance(whole, dict):
         whole = whole.get("history", whole.get("trajectory"))
     if isinstance(whole, list):

@@ -147,7 +147,7 @@ class _Context:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                if block["text"].strip():
+                if block["text"] and not block["text"].isspace():
                     blocks.append({"type": "text", "text": block["text"]})
             elif block.get("type") == "toolCall" and isinstance(block.get("id"), str):
                 args = block.get("arguments")

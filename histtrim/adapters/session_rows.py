@@ -11,8 +11,9 @@ from typing import Any
 
 COPY_ALLOWANCE = 4096
 """Records the parts may repeat beyond `COPY_FACTOR` x the file's records: a rewind or a
-compaction starts a part with context an earlier part already holds."""
-COPY_FACTOR = 4
+compaction starts a part with context an earlier part already holds (a compaction keeps a
+tail of the context, so real files repeat far fewer records than they have)."""
+COPY_FACTOR = 1
 
 
 class Skips:
