@@ -21,6 +21,7 @@ from histtrim.messages import (
     ToolResultMessage,
     ToolResults,
 )
+from histtrim.review.recorded import RecordedUsage
 from histtrim.turns import index_turns, leading_system_count
 
 
@@ -55,6 +56,9 @@ class ReviewSession(_Frozen):
     crumb_present: bool = False
     turns: tuple[ReplayTurn, ...]
     tools: tuple[str, ...] = ()
+    recorded: RecordedUsage | None = None
+    """The provider's recorded usage (an agent's own file): how the replay's provider
+    counts each request (`histtrim.review.recorded`)."""
 
 
     def history(self) -> list[ConversationMessage]:
