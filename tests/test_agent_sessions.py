@@ -417,3 +417,59 @@ def test_openhands_result_of_no_call_is_reported() -> None:
     read = _read("openhands", json.dumps([e for e in events if e["id"] != 5]).encode())
     assert read.unpaired == 1
     assert len(_calls(read)) == 3
+
+
+# Hostile files: any cut and any value of the wrong type is counted or read, never raised.
+
+def _mutated(value: Any, kind: str, depth: int = 0) -> Any:
+    if isinstance(value, dict):
+        if kind == "dicts" and depth > 0:
+            return "x"
+        return {k: _mutated(v, kind, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return {} if kind == "lists" else [_mutated(v, kind, depth + 1) for v in value]
+    if isinstance(value, str) and kind == "strings":
+        return 12345
+    if isinstance(value, int) and not isinstance(value, bool) and kind == "ints":
+        return -1 if value % 2 else True
+    return value
+
+
+def _variant(path: Path, kind: str) -> bytes:
+    data = path.read_bytes()
+    try:
+        whole = json.loads(data)
+    except ValueError:
+        rows = _lines(path)
+        return _jsonl([rows[0], *(_mutated(r, kind) for r in rows[1:])])
+    if isinstance(whole, list):
+        return json.dumps([_mutated(e, kind) for e in whole]).encode()
+    return json.dumps({**whole, "messages": [_mutated(m, kind, 1)
+                                             for m in whole["messages"]]}).encode()
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_values_of_the_wrong_type_never_raise(agent: str, path: Path) -> None:
+    for kind in ("strings", "lists", "dicts", "ints"):
+        read = _read(agent, _variant(path, kind))
+        assert all(c.input_tokens >= 0 for part in read.parts for c in part.calls)
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_a_file_cut_anywhere_reads(agent: str, path: Path) -> None:
+    data = path.read_bytes()
+    whole = _read(agent, data)
+    for n in range(1, 12):
+        cut = _read(agent, data[: len(data) * n // 12])
+        assert len(_calls(cut)) <= len(_calls(whole))
+
+
+def test_openhands_truncated_array_keeps_its_whole_events() -> None:
+    path = DATA / "openhands" / "wrong_initial_state.json"
+    data = path.read_bytes()
+    events = json.loads(data)
+    cut = data[: data.index(b'"id": 7')]  # inside the event that asks the third call
+    read = _read("openhands", cut)
+    assert read.skipped == {"garbled": 1}
+    assert _calls(read) == _openhands(path)[:2]
+    assert len(events) == 8

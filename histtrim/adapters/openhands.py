@@ -31,6 +31,7 @@ from histtrim.adapters.agent_sessions import PartKind, RecordedCall, SessionPart
 from histtrim.adapters.session_rows import (
     CopyBudget,
     Skips,
+    array_items,
     count,
     counts,
     iso_seconds,
@@ -56,11 +57,14 @@ def sniff(head: bytes) -> bool:
 
 
 def _events(data: bytes, skips: Skips) -> Iterator[Any]:
-    whole = loads(data) if data[:4096].lstrip()[:1] in (b"[", b"{") else None
+    start = data[:4096].lstrip()[:1]
+    whole = loads(data) if start in (b"[", b"{") else None
     if isinstance(whole, dict):
         whole = whole.get("history", whole.get("trajectory"))
     if isinstance(whole, list):
         yield from whole
+    elif start == b"[":
+        yield from array_items(data.decode("utf-8", "replace"), skips)
     else:
         yield from json_lines(data, skips)
 
