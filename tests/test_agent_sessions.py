@@ -473,3 +473,12 @@ def test_openhands_truncated_array_keeps_its_whole_events() -> None:
     assert read.skipped == {"garbled": 1}
     assert _calls(read) == _openhands(path)[:2]
     assert len(events) == 8
+
+
+def test_gemini_jsonl_whose_first_line_holds_messages_reads_them() -> None:
+    """Gemini CLI's loader takes the messages of a header line (a chat it rewrote whole)."""
+    chat = json.loads((DATA / "gemini-cli" / "vibe-gemini-2026-03.json").read_text())
+    header = dict(chat, messages=chat["messages"][:4])
+    data = _jsonl([header, *chat["messages"][4:], {"$set": {"lastUpdated": "x"}}])
+    read = _read("gemini-cli", data)
+    assert _calls(read) == _gemini(DATA / "gemini-cli" / "vibe-gemini-2026-03.json")

@@ -14,8 +14,10 @@ what was kept, and each response's usage is counted in the first part that holds
 Usage (`tokens`) follows Gemini's `usageMetadata`: `input` is `promptTokenCount`, which
 includes the `cached` tokens (`cachedContentTokenCount`), so it is the whole input; the
 output is `output` + `thoughts` (candidates and thinking, both billed as output); Gemini
-records no cache writes. `info`, `error` and `warning` messages are the CLI's own notes,
-never sent to the model: they are counted and left out, as are thoughts."""
+records no cache writes. `tool` (`toolUsePromptTokenCount`, what a built-in tool such as
+search added to the prompt) is left out: no record of the file holds that text. `info`,
+`error` and `warning` messages are the CLI's own notes, never sent to the model: they are
+counted and left out, as are thoughts."""
 
 from __future__ import annotations
 
@@ -235,7 +237,9 @@ def read_session(data: bytes, name: str) -> SessionRead:
             if isinstance(record["$set"].get("messages"), list):
                 chat.replace(record["$set"]["messages"])
         elif isinstance(record.get("sessionId"), str):
-            continue
+            for message in record.get("messages") or () if whole is None else ():
+                if isinstance(message, dict) and isinstance(message.get("id"), str):
+                    chat.put(message)
         else:
             skips.skip("unknown")
     chat.close()

@@ -10,10 +10,12 @@ together (a response whose calls never all come back is left out, as OpenHands f
 and its calls are counted as unpaired); `finish` is an assistant message with its thought;
 the `system` action is the part's system prompt. Observations are written with their
 `content` (OpenHands adds a line or two, such as a command's exit code, the file leaves
-out). Environment events (`agent_state_changed`, `change_agent_state`, `null`, `recall`...)
-never reach the model: they are counted. A `condensation` action forgets the events it
-names (`forgotten_event_ids`, or `forgotten_events_start_id`..`end_id`) and may insert a
-summary: what follows is a part of its own.
+out). Environment events (`agent_state_changed`, `change_agent_state`, `null`...) never
+reach the model: they are counted, as are `recall` observations (the workspace and
+microagent context OpenHands renders into a user message from its own templates). A
+`condensation` action forgets the events it names (`forgotten_event_ids`, or
+`forgotten_events_start_id`..`end_id`) and may insert a summary: what follows is a part of
+its own.
 
 Usage is the one `tool_call_metadata.model_response.usage` records (LiteLLM's, OpenAI's
 convention: `prompt_tokens` is the whole input, cache reads and writes included), or, for
