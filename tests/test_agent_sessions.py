@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -482,3 +483,33 @@ def test_gemini_jsonl_whose_first_line_holds_messages_reads_them() -> None:
     data = _jsonl([header, *chat["messages"][4:], {"$set": {"lastUpdated": "x"}}])
     read = _read("gemini-cli", data)
     assert _calls(read) == _gemini(DATA / "gemini-cli" / "vibe-gemini-2026-03.json")
+
+
+def _fixtures_tool() -> Any:
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location(
+        "agent_session_fixtures", root / "tools" / "agent_session_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_fixture_is_the_file_its_provenance_pins() -> None:
+    """The committed files are what tools/agent_session_fixtures.py writes: each one's
+    SHA-256 is pinned there, named in its folder's PROVENANCE.md, and has a licence."""
+    import hashlib
+
+    tool = _fixtures_tool()
+    written = {(f.agent, f.out) for f in tool.FIXTURES}
+    assert written == {(agent, path.name) for agent, path in FILES}
+    for fixture in tool.FIXTURES:
+        folder = DATA / fixture.agent
+        data = (folder / fixture.out).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == fixture.out_sha256, fixture.out
+        provenance = (folder / "PROVENANCE.md").read_text()
+        assert fixture.out_sha256 in provenance and fixture.blob in provenance
+        assert (folder / tool.licence_name(fixture.repo)).is_file()
+        assert (folder / "PROVENANCE.md").read_text() == tool.provenance(
+            fixture.agent, [f for f in tool.FIXTURES if f.agent == fixture.agent])
