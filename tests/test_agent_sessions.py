@@ -513,3 +513,10 @@ def test_every_fixture_is_the_file_its_provenance_pins() -> None:
         assert (folder / tool.licence_name(fixture.repo)).is_file()
         assert (folder / "PROVENANCE.md").read_text() == tool.provenance(
             fixture.agent, [f for f in tool.FIXTURES if f.agent == fixture.agent])
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_a_byte_order_mark_changes_nothing(agent: str, path: Path) -> None:
+    data = path.read_bytes()
+    assert _read(agent, b"\xef\xbb\xbf" + data) == _read(agent, data)
+    assert importlib.import_module(_module(agent)).sniff(b"\xef\xbb\xbf" + data[:4096])

@@ -43,7 +43,7 @@ _NOTES = frozenset(("info", "error", "warning"))
 
 def sniff(head: bytes) -> bool:
     """A Gemini CLI chat starts with its header: `sessionId` then `projectHash`."""
-    return _HEADER.match(head) is not None
+    return _HEADER.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
 class _Chat:
@@ -218,6 +218,7 @@ def _result(result: object) -> str:
 def read_session(data: bytes, name: str) -> SessionRead:
     """One Gemini CLI chat file (JSON Lines, or the older single JSON object)."""
     skips = Skips()
+    data = data.removeprefix(b"\xef\xbb\xbf")
     whole = loads(data) if data[:4096].lstrip()[:1] == b"{" else None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         records: list[Any] = [{k: v for k, v in whole.items() if k != "messages"},

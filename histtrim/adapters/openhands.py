@@ -55,10 +55,11 @@ Event = Mapping[str, Any]
 
 def sniff(head: bytes) -> bool:
     """An OpenHands event starts with `id`, `timestamp` and `source`, in that order."""
-    return _EVENT.match(head) is not None
+    return _EVENT.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
 def _events(data: bytes, skips: Skips) -> Iterator[Any]:
+    data = data.removeprefix(b"\xef\xbb\xbf")
     start = data[:4096].lstrip()[:1]
     whole = loads(data) if start in (b"[", b"{") else None
     if isinstance(whole, dict):

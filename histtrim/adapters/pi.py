@@ -50,7 +50,7 @@ _NO_RESULT = "No result provided"
 
 def sniff(head: bytes) -> bool:
     """A Pi session's first line is its `session` header."""
-    first = head.split(b"\n", 1)[0]
+    first = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     return first.lstrip().startswith(b'{"type":"session"') and b'"cwd"' in first
 
 

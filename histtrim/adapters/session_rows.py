@@ -47,8 +47,9 @@ class CopyBudget:
 
 def json_lines(data: bytes, skips: Skips) -> Iterator[dict[str, Any]]:
     """Each line of `data` that is a JSON object; a line that does not parse, or parses
-    to something else, is counted as `garbled`; blank lines are ignored."""
-    for line in data.splitlines():
+    to something else, is counted as `garbled`; blank lines and a leading UTF-8 byte order
+    mark are ignored."""
+    for line in data.removeprefix(b"\xef\xbb\xbf").splitlines():
         if not line.strip():
             continue
         value = loads(line)
