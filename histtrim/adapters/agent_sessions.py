@@ -8,9 +8,7 @@ on a row it does not know or cannot parse: it counts it."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from importlib import import_module
 from typing import Literal
 
@@ -96,60 +94,7 @@ def detect(data: bytes) -> AgentFormat | None:
     Each format's module answers with `sniff(head: bytes) -> bool`, bounded by its input."""
     head = data[:SNIFF_BYTES]
     for agent in AGENTS:
-        name = f"histtrim.adapters.{agent.replace('-', '_')}"
-        try:
-            module = import_module(name)
-        except ModuleNotFoundError as error:
-            if error.name != name:
-                raise
-            continue  # a format whose reader this build does not have
+        module = import_module(f"histtrim.adapters.{agent.replace('-', '_')}")
         if module.sniff(head):
             return agent
     return None
-
-
-MAX_LINE_BYTES = 1 << 26
-"""The longest JSON Lines record a reader parses (64 MiB); a longer one is counted garbled."""
-
-
-def json_lines(data: bytes) -> tuple[list[dict[str, object]], int]:
-    """A JSON Lines file's object records in order, and how many non-blank lines were not
-    one (truncated, garbled, too long, or a JSON value that is not an object). One pass."""
-    records: list[dict[str, object]] = []
-    garbled = 0
-    for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n"):
-        if not line.strip():
-            continue
-        if len(line) > MAX_LINE_BYTES:
-            garbled += 1
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
-            garbled += 1
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-        else:
-            garbled += 1
-    return records, garbled
-
-
-def epoch_seconds(value: object) -> float | None:
-    """An ISO 8601 time (`2025-09-19T09:02:12.457Z`) as seconds since the Unix epoch; a
-    time without a zone is UTC; anything else is None."""
-    if not isinstance(value, str) or len(value) > 64:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00", 1))
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
-
-
-def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
-    """Add `n` to `counts[kind]` (what a reader skipped, by kind)."""
-    if n:
-        counts[kind] = counts.get(kind, 0) + n

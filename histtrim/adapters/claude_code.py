@@ -24,12 +24,16 @@ from histtrim.adapters.agent_sessions import (
     RecordedCall,
     SessionPart,
     SessionRead,
-    count,
-    epoch_seconds,
-    json_lines,
 )
+from histtrim.adapters.session_rows import Skips, iso_seconds, json_lines
 
 Msg = dict[str, Any]
+
+
+def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
+    """Add `n` to `counts[kind]` (what the reader skipped, by kind)."""
+    if n:
+        counts[kind] = counts.get(kind, 0) + n
 
 _COMMAND = re.compile(r"^\s*<(command-name|command-message|local-command-stdout|"
                       r"local-command-stderr|local-command-caveat|command-args)>")
@@ -141,9 +145,13 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
     results_open = False
     last_id: str | None = None
     previous = ""
+    started: dict[str, float | None] = {}
+    """Each message id's first row time (a thinking-only row included): the call's time."""
     for row in rows:
         kind = row_kind(row)
         message = row.get("message") or {}
+        if kind in ("assistant", "thinking only") and isinstance(message.get("id"), str):
+            started.setdefault(message["id"], iso_seconds(row.get("timestamp")))
         if kind == "meta" and previous == "command" and not _CAVEAT.match(
             _text_of(message.get("content") or "")
         ):
@@ -178,7 +186,8 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             if model:
                 entry["model"] = model
             part.messages.append(entry)
-            part.calls.append(Call(msg_id, epoch_seconds(row.get("timestamp")),
+            when = started[msg_id] if msg_id is not None else iso_seconds(row.get("timestamp"))
+            part.calls.append(Call(msg_id, when,
                                    message["usage"] if recorded else {}, model))
             last_id, results_open = msg_id, False
         elif kind == "results":
@@ -238,7 +247,9 @@ def rows_of(data: bytes) -> tuple[list[dict[str, Any]], int]:
             return [], 1
         kept = [r for r in rows if isinstance(r, dict)]
         return kept, len(rows) - len(kept)
-    return json_lines(data)
+    skips = Skips()
+    rows = list(json_lines(data, skips))
+    return rows, skips.counts["garbled"]
 
 
 def call_of(call: Call, record: int) -> RecordedCall:
@@ -338,11 +349,11 @@ def read_session(data: bytes, name: str) -> SessionRead:
     return read.model_copy(update={"skipped": skipped})
 
 
-_SNIFF = re.compile(rb'"(?:sessionId|parentUuid|isSidechain)"\s*:')
+_SNIFF = re.compile(rb'"(?:parentUuid|isSidechain|leafUuid)"\s*:')
 _TYPE = re.compile(rb'"type"\s*:\s*"(?:user|assistant|summary|system|file-history-snapshot)"')
 
 
 def sniff(head: bytes) -> bool:
-    """A Claude Code transcript: its first records name a `sessionId` or `parentUuid`, and
-    a row type Claude Code writes."""
+    """A Claude Code transcript: its first records name a `parentUuid`, `isSidechain` or
+    `leafUuid` (keys of Claude Code's rows only), and a row type Claude Code writes."""
     return _SNIFF.search(head) is not None and _TYPE.search(head) is not None

@@ -26,12 +26,16 @@ from histtrim.adapters.agent_sessions import (
     RecordedCall,
     SessionPart,
     SessionRead,
-    count,
-    epoch_seconds,
-    json_lines,
 )
+from histtrim.adapters.session_rows import Skips, iso_seconds, json_lines
 
 Msg = dict[str, Any]
+
+
+def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
+    """Add `n` to `counts[kind]` (what the reader skipped, by kind)."""
+    if n:
+        counts[kind] = counts.get(kind, 0) + n
 
 _CALLS = {
     "function_call": "function",
@@ -238,7 +242,7 @@ class _Reader:
             self.item(payload)
         elif kind == "event_msg":
             if payload.get("type") == "token_count":
-                self.token_count(payload, epoch_seconds(row.get("timestamp")))
+                self.token_count(payload, iso_seconds(row.get("timestamp")))
             else:
                 count(self.skipped, "event_msg")
         elif kind == "turn_context":
@@ -292,7 +296,9 @@ def _unpaired(records: tuple[dict[str, object], ...]) -> int:
 
 def read_session(data: bytes, name: str) -> SessionRead:
     """One rollout file; a line that is not a JSON object is counted `garbled`."""
-    rows, garbled = json_lines(data)
+    skips = Skips()
+    rows = list(json_lines(data, skips))
+    garbled = skips.counts["garbled"]
     read = read_rows(rows, name)
     if not garbled:
         return read
