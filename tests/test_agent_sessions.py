@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -308,7 +309,7 @@ def test_gemini_rewinds_copy_a_bounded_number_of_records() -> None:
         rows += [dict(_ANSWER, id=f"a{i}"), {"$rewindTo": f"a{i}"}]
     read = _read("gemini-cli", _jsonl(rows))
     copied = sum(len(p.records) for p in read.parts)
-    assert copied <= 4 * len(rows) + 4096 + 2001
+    assert copied <= len(rows) + 4096 + 2001
     assert read.skipped["context-over-budget"] > 0
     assert sum(len(p.calls) for p in read.parts) < 3000
 
@@ -417,3 +418,105 @@ def test_openhands_result_of_no_call_is_reported() -> None:
     read = _read("openhands", json.dumps([e for e in events if e["id"] != 5]).encode())
     assert read.unpaired == 1
     assert len(_calls(read)) == 3
+
+
+# Hostile files: any cut and any value of the wrong type is counted or read, never raised.
+
+def _mutated(value: Any, kind: str, depth: int = 0) -> Any:
+    if isinstance(value, dict):
+        if kind == "dicts" and depth > 0:
+            return "x"
+        return {k: _mutated(v, kind, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return {} if kind == "lists" else [_mutated(v, kind, depth + 1) for v in value]
+    if isinstance(value, str) and kind == "strings":
+        return 12345
+    if isinstance(value, int) and not isinstance(value, bool) and kind == "ints":
+        return -1 if value % 2 else True
+    return value
+
+
+def _variant(path: Path, kind: str) -> bytes:
+    data = path.read_bytes()
+    try:
+        whole = json.loads(data)
+    except ValueError:
+        rows = _lines(path)
+        return _jsonl([rows[0], *(_mutated(r, kind) for r in rows[1:])])
+    if isinstance(whole, list):
+        return json.dumps([_mutated(e, kind) for e in whole]).encode()
+    return json.dumps({**whole, "messages": [_mutated(m, kind, 1)
+                                             for m in whole["messages"]]}).encode()
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_values_of_the_wrong_type_never_raise(agent: str, path: Path) -> None:
+    for kind in ("strings", "lists", "dicts", "ints"):
+        read = _read(agent, _variant(path, kind))
+        assert all(c.input_tokens >= 0 for part in read.parts for c in part.calls)
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_a_file_cut_anywhere_reads(agent: str, path: Path) -> None:
+    data = path.read_bytes()
+    whole = _read(agent, data)
+    for n in range(1, 12):
+        cut = _read(agent, data[: len(data) * n // 12])
+        assert len(_calls(cut)) <= len(_calls(whole))
+
+
+def test_openhands_truncated_array_keeps_its_whole_events() -> None:
+    path = DATA / "openhands" / "wrong_initial_state.json"
+    data = path.read_bytes()
+    events = json.loads(data)
+    cut = data[: data.index(b'"id": 7')]  # inside the event that asks the third call
+    read = _read("openhands", cut)
+    assert read.skipped == {"garbled": 1}
+    assert _calls(read) == _openhands(path)[:2]
+    assert len(events) == 8
+
+
+def test_gemini_jsonl_whose_first_line_holds_messages_reads_them() -> None:
+    """Gemini CLI's loader takes the messages of a header line (a chat it rewrote whole)."""
+    chat = json.loads((DATA / "gemini-cli" / "vibe-gemini-2026-03.json").read_text())
+    header = dict(chat, messages=chat["messages"][:4])
+    data = _jsonl([header, *chat["messages"][4:], {"$set": {"lastUpdated": "x"}}])
+    read = _read("gemini-cli", data)
+    assert _calls(read) == _gemini(DATA / "gemini-cli" / "vibe-gemini-2026-03.json")
+
+
+def _fixtures_tool() -> Any:
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location(
+        "agent_session_fixtures", root / "tools" / "agent_session_fixtures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_fixture_is_the_file_its_provenance_pins() -> None:
+    """The committed files are what tools/agent_session_fixtures.py writes: each one's
+    SHA-256 is pinned there, named in its folder's PROVENANCE.md, and has a licence."""
+    import hashlib
+
+    tool = _fixtures_tool()
+    written = {(f.agent, f.out) for f in tool.FIXTURES}
+    assert written == {(agent, path.name) for agent, path in FILES}
+    for fixture in tool.FIXTURES:
+        folder = DATA / fixture.agent
+        data = (folder / fixture.out).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == fixture.out_sha256, fixture.out
+        provenance = (folder / "PROVENANCE.md").read_text()
+        assert fixture.out_sha256 in provenance and fixture.blob in provenance
+        assert (folder / tool.licence_name(fixture.repo)).is_file()
+        assert (folder / "PROVENANCE.md").read_text() == tool.provenance(
+            fixture.agent, [f for f in tool.FIXTURES if f.agent == fixture.agent])
+
+
+@pytest.mark.parametrize(("agent", "path"), FILES, ids=IDS)
+def test_a_byte_order_mark_changes_nothing(agent: str, path: Path) -> None:
+    data = path.read_bytes()
+    assert _read(agent, b"\xef\xbb\xbf" + data) == _read(agent, data)
+    assert importlib.import_module(_module(agent)).sniff(b"\xef\xbb\xbf" + data[:4096])

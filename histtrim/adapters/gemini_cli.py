@@ -14,8 +14,10 @@ what was kept, and each response's usage is counted in the first part that holds
 Usage (`tokens`) follows Gemini's `usageMetadata`: `input` is `promptTokenCount`, which
 includes the `cached` tokens (`cachedContentTokenCount`), so it is the whole input; the
 output is `output` + `thoughts` (candidates and thinking, both billed as output); Gemini
-records no cache writes. `info`, `error` and `warning` messages are the CLI's own notes,
-never sent to the model: they are counted and left out, as are thoughts."""
+records no cache writes. `tool` (`toolUsePromptTokenCount`, what a built-in tool such as
+search added to the prompt) is left out: no record of the file holds that text. `info`,
+`error` and `warning` messages are the CLI's own notes, never sent to the model: they are
+counted and left out, as are thoughts."""
 
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ _NOTES = frozenset(("info", "error", "warning"))
 
 def sniff(head: bytes) -> bool:
     """A Gemini CLI chat starts with its header: `sessionId` then `projectHash`."""
-    return _HEADER.match(head) is not None
+    return _HEADER.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
 class _Chat:
@@ -216,7 +218,8 @@ def _result(result: object) -> str:
 def read_session(data: bytes, name: str) -> SessionRead:
     """One Gemini CLI chat file (JSON Lines, or the older single JSON object)."""
     skips = Skips()
-    whole = loads(data) if data.lstrip()[:1] == b"{" else None
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    whole = loads(data) if data[:4096].lstrip()[:1] == b"{" else None
     if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
         records: list[Any] = [{k: v for k, v in whole.items() if k != "messages"},
                               *whole["messages"]]
@@ -235,7 +238,9 @@ def read_session(data: bytes, name: str) -> SessionRead:
             if isinstance(record["$set"].get("messages"), list):
                 chat.replace(record["$set"]["messages"])
         elif isinstance(record.get("sessionId"), str):
-            continue
+            for message in record.get("messages") or () if whole is None else ():
+                if isinstance(message, dict) and isinstance(message.get("id"), str):
+                    chat.put(message)
         else:
             skips.skip("unknown")
     chat.close()

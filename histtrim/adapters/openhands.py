@@ -10,10 +10,12 @@ together (a response whose calls never all come back is left out, as OpenHands f
 and its calls are counted as unpaired); `finish` is an assistant message with its thought;
 the `system` action is the part's system prompt. Observations are written with their
 `content` (OpenHands adds a line or two, such as a command's exit code, the file leaves
-out). Environment events (`agent_state_changed`, `change_agent_state`, `null`, `recall`...)
-never reach the model: they are counted. A `condensation` action forgets the events it
-names (`forgotten_event_ids`, or `forgotten_events_start_id`..`end_id`) and may insert a
-summary: what follows is a part of its own.
+out). Environment events (`agent_state_changed`, `change_agent_state`, `null`...) never
+reach the model: they are counted, as are `recall` observations (the workspace and
+microagent context OpenHands renders into a user message from its own templates). A
+`condensation` action forgets the events it names (`forgotten_event_ids`, or
+`forgotten_events_start_id`..`end_id`) and may insert a summary: what follows is a part of
+its own.
 
 Usage is the one `tool_call_metadata.model_response.usage` records (LiteLLM's, OpenAI's
 convention: `prompt_tokens` is the whole input, cache reads and writes included), or, for
@@ -31,6 +33,7 @@ from histtrim.adapters.agent_sessions import PartKind, RecordedCall, SessionPart
 from histtrim.adapters.session_rows import (
     CopyBudget,
     Skips,
+    array_items,
     count,
     counts,
     iso_seconds,
@@ -52,15 +55,19 @@ Event = Mapping[str, Any]
 
 def sniff(head: bytes) -> bool:
     """An OpenHands event starts with `id`, `timestamp` and `source`, in that order."""
-    return _EVENT.match(head) is not None
+    return _EVENT.match(head.removeprefix(b"\xef\xbb\xbf")) is not None
 
 
 def _events(data: bytes, skips: Skips) -> Iterator[Any]:
-    whole = loads(data) if data.lstrip()[:1] in (b"[", b"{") else None
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    start = data[:4096].lstrip()[:1]
+    whole = loads(data) if start in (b"[", b"{") else None
     if isinstance(whole, dict):
         whole = whole.get("history", whole.get("trajectory"))
     if isinstance(whole, list):
         yield from whole
+    elif start == b"[":
+        yield from array_items(data.decode("utf-8", "replace"), skips)
     else:
         yield from json_lines(data, skips)
 

@@ -50,7 +50,7 @@ _NO_RESULT = "No result provided"
 
 def sniff(head: bytes) -> bool:
     """A Pi session's first line is its `session` header."""
-    first = head.split(b"\n", 1)[0]
+    first = head.removeprefix(b"\xef\xbb\xbf").split(b"\n", 1)[0]
     return first.lstrip().startswith(b'{"type":"session"') and b'"cwd"' in first
 
 
@@ -147,7 +147,7 @@ class _Context:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "text" and isinstance(block.get("text"), str):
-                if block["text"].strip():
+                if block["text"] and not block["text"].isspace():
                     blocks.append({"type": "text", "text": block["text"]})
             elif block.get("type") == "toolCall" and isinstance(block.get("id"), str):
                 args = block.get("arguments")

@@ -4,6 +4,7 @@ usage counts checked, timestamps parsed, and a bound on the records the parts co
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import datetime
@@ -11,8 +12,9 @@ from typing import Any
 
 COPY_ALLOWANCE = 4096
 """Records the parts may repeat beyond `COPY_FACTOR` x the file's records: a rewind or a
-compaction starts a part with context an earlier part already holds."""
-COPY_FACTOR = 4
+compaction starts a part with context an earlier part already holds (a compaction keeps a
+tail of the context, so real files repeat far fewer records than they have)."""
+COPY_FACTOR = 1
 
 
 class Skips:
@@ -45,8 +47,9 @@ class CopyBudget:
 
 def json_lines(data: bytes, skips: Skips) -> Iterator[dict[str, Any]]:
     """Each line of `data` that is a JSON object; a line that does not parse, or parses
-    to something else, is counted as `garbled`; blank lines are ignored."""
-    for line in data.splitlines():
+    to something else, is counted as `garbled`; blank lines and a leading UTF-8 byte order
+    mark are ignored."""
+    for line in data.removeprefix(b"\xef\xbb\xbf").splitlines():
         if not line.strip():
             continue
         value = loads(line)
@@ -54,6 +57,39 @@ def json_lines(data: bytes, skips: Skips) -> Iterator[dict[str, Any]]:
             yield value
         else:
             skips.skip("garbled")
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def array_items(text: str, skips: Skips) -> Iterator[Any]:
+    """The elements of a JSON array one by one, up to where the text stops being one: a
+    truncated or garbled file keeps its whole elements, and the rest counts as `garbled`."""
+    at = _SPACE.match(text).end()  # type: ignore[union-attr]
+    if text[at:at + 1] != "[":
+        skips.skip("garbled")
+        return
+    at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+    if text[at:at + 1] == "]":
+        return
+    while True:
+        try:
+            value, at = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            skips.skip("garbled")
+            return
+        yield value
+        at = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+        if text[at:at + 1] == ",":
+            at = _SPACE.match(text, at + 1).end()  # type: ignore[union-attr]
+        elif text[at:at + 1] == "]":
+            if text[at + 1:].strip():
+                skips.skip("garbled")
+            return
+        else:
+            skips.skip("garbled")
+            return
 
 
 def loads(text: bytes) -> Any:
