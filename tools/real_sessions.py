@@ -11,7 +11,9 @@ SHA-256 pinned below, so a rebuild either reproduces the committed corpus byte f
 stops.
 
 Claude Code (`build_claude`) and mini-swe-agent (`build_mini`): each transcript is converted
-(what each row is, which rows open turns, each call's recorded usage kept), scrubbed (`Scrub`:
+(what each row is, which rows open turns, each call's recorded usage kept; Claude Code's by the
+package's reader, `histtrim.adapters.claude_code`, the one `histtrim` reads users' files
+with), scrubbed (`Scrub`:
 secrets, e-mail addresses, home paths) and written with a PROVENANCE.md naming, per session,
 the repository, commit, path, git blob and licence it came from; see each folder's note.
 
