@@ -72,7 +72,8 @@ def main_part(read: SessionRead, *, longest: bool = False) -> SessionPart | None
 
 def request_body(part: SessionPart) -> bytes:
     """The part as the request body its provider reads: Anthropic's `system` and `messages`,
-    or OpenAI's `messages` (the system prompt first); the recorded model when known."""
+    or OpenAI's `messages` (the system prompt first); the recorded model when known. One
+    message a line, so a line number names a message."""
     model = next((c.model for c in reversed(part.calls) if c.model), None)
     body: dict[str, object] = {"model": model} if model else {}
     messages = list(part.records)
@@ -81,8 +82,9 @@ def request_body(part: SessionPart) -> bytes:
             body["system"] = part.system
     elif part.system:
         messages.insert(0, {"role": "system", "content": part.system})
-    body["messages"] = messages
-    return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    head = json.dumps(body, ensure_ascii=False)[:-1] + (", " if body else "")
+    lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
+    return f'{head}"messages": [\n{lines}\n]}}\n'.encode()
 
 
 def read_agent(data: bytes, name: str) -> tuple[AgentFormat, SessionRead] | None:
