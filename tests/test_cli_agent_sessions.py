@@ -32,6 +32,9 @@ def test_estimate_prints_each_recorded_call_beside_the_estimate(
     assert code == 0
     assert "a Codex CLI session" in err and "OpenAI request" in err
     calls = read_codex(CODEX.read_bytes(), "x").parts[-1].calls
+    turns = [line.split() for line in out.split("total:", 1)[0].splitlines()[1:]]
+    lines = [int(cells[1]) for cells in turns]  # one message a line: a line names one
+    assert lines[0] == 2 and lines == sorted(set(lines))
     table = out.split("recorded calls:", 1)[1].splitlines()[2:]
     assert [int(line.split()[2]) for line in table] == [c.input_tokens for c in calls]
     assert all(int(line.split()[3]) > 0 for line in table)
