@@ -154,6 +154,20 @@ def test_counts_written_before_their_items_go_to_the_next_call() -> None:
     assert [before.records[c.record]["role"] for c in before.calls] == ["assistant"] * 3
 
 
+def test_counts_written_after_the_tool_outputs_go_to_their_call() -> None:
+    """Newer Codex runs a call's tools while it streams: their outputs are written before
+    the call's count (twice). The count is still that call's, not the next one's."""
+    rows = _rollout()[:16]
+    order = (0, 1, 2, 3, 4, 5, 9, 6, 7, 8, 10, 13, 11, 12, 14, 15)
+    moved = [rows[k] for k in order]
+    assert [moved[k]["payload"]["type"] for k in (5, 6, 7)] == [
+        "function_call", "function_call_output", "token_count"]
+    after = read_session(_jsonl(rows), "r").parts[0]
+    late = read_session(_jsonl(moved), "r").parts[0]
+    assert [(c.record, c.input_tokens) for c in late.calls] == [
+        (c.record, c.input_tokens) for c in after.calls]
+
+
 def test_unanswered_call_is_reported() -> None:
     rows = _rollout()[:7]
     assert read_session(_jsonl(rows), "r").unpaired == 1

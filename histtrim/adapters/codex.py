@@ -12,7 +12,8 @@ outputs that answer its calls are `tool` messages. Its usage is the `token_count
 `info.last_token_usage`, in OpenAI's convention (input includes `cached_input_tokens`). Codex
 writes an event twice (the second repeats the same `total_token_usage`: dropped), and an event
 with `info: null` is a rate-limit notice (skipped). Older versions write the event before the
-call's items, newer ones after: a count goes to the call it touches."""
+call's items, newer ones after them and after the outputs of the tools the call ran: a count
+goes to the newest call without one, else to the next call."""
 
 from __future__ import annotations
 
@@ -91,8 +92,10 @@ class _Part:
     calls: list[RecordedCall] = field(default_factory=list)
     open: bool = False
     """The last message is an assistant message that more output items may join."""
+    last: int | None = None
+    """The index of the newest assistant message."""
     counted: bool = False
-    """That message already has its call's usage."""
+    """The newest assistant message already has its call's usage."""
 
 
 class _Reader:
@@ -104,7 +107,8 @@ class _Reader:
         self.last_total: Any = None
         self.system: str | None = None
         self.after = False
-        """Counts follow their call's items (newer Codex): a counted call is closed."""
+        """Counts follow their call's items (newer Codex, after the tool outputs too): a
+        counted call takes no more items."""
 
     @property
     def part(self) -> _Part:
@@ -168,7 +172,7 @@ class _Reader:
             return part.messages[-1]
         message: Msg = {"role": "assistant", "content": ""}
         part.messages.append(message)
-        part.open, part.counted = True, False
+        part.open, part.counted, part.last = True, False, len(part.messages) - 1
         if self.pending is not None:
             self._record(*self.pending)
             self.pending = None
@@ -190,8 +194,8 @@ class _Reader:
             return
         self.last_total = total
         part = self.part
-        if part.open and not part.counted:
-            self.after = True
+        if part.last is not None and not part.counted:
+            self.after = True  # the newest call's count, after its items (and outputs)
             self._record(last, timestamp)
         else:
             if self.pending is not None:
@@ -202,8 +206,9 @@ class _Reader:
         part = self.part
         total = _int(last.get("input_tokens"))
         cached = min(_int(last.get("cached_input_tokens")), total)
+        record = part.last if part.last is not None else len(part.messages) - 1
         part.calls.append(RecordedCall(
-            record=len(part.messages) - 1, input_tokens=total, cache_read_tokens=cached,
+            record=record, input_tokens=total, cache_read_tokens=cached,
             cache_write_tokens=0, output_tokens=_int(last.get("output_tokens")),
             model=self.model, timestamp=timestamp,
         ))
@@ -220,6 +225,7 @@ class _Reader:
                 if isinstance(item, dict):
                     self.item(item)
             self.part.open = False
+            self.part.counted = True  # the history's replies are no calls of this file
         elif isinstance(payload.get("message"), str):
             self.part.messages.append({"role": "user", "content": payload["message"]})
 
