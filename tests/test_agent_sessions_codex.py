@@ -168,6 +168,32 @@ def test_counts_written_after_the_tool_outputs_go_to_their_call() -> None:
         (c.record, c.input_tokens) for c in after.calls]
 
 
+def test_a_rollback_starts_a_part_without_the_turns_it_drops() -> None:
+    """`thread_rolled_back` drops the last user turns (Codex's own context messages open
+    none); what is left, and what follows, is a new context whose calls are its own."""
+    rows = _rollout()[:16]
+    rows[2:2] = [_user("<environment_context>\n  <cwd>/w</cwd>\n</environment_context>")]
+    rows += [
+        _user("second task"),
+        _item(type="message", role="assistant",
+              content=[{"type": "output_text", "text": "Second."}]),
+        _count(4000, 400, 0, 5, 5),
+        _line("event_msg", {"type": "thread_rolled_back", "num_turns": 1}),
+        _user("another second task"),
+        _item(type="message", role="assistant",
+              content=[{"type": "output_text", "text": "Other."}]),
+        _count(4500, 500, 0, 6, 6),
+    ]
+    first, rewound = read_session(_jsonl(rows), "r").parts
+    assert rewound.kind == "after-rewind"
+    assert [m["content"] for m in rewound.records][-3:] == [
+        "Fixed.", "another second task", "Other."]
+    assert "second task" not in [m["content"] for m in rewound.records]
+    assert [(rewound.records[c.record]["content"], c.input_tokens)
+            for c in rewound.calls] == [("Other.", 500)]
+    assert [c.input_tokens for c in first.calls][-1] == 400
+
+
 def test_unanswered_call_is_reported() -> None:
     rows = _rollout()[:7]
     assert read_session(_jsonl(rows), "r").unpaired == 1

@@ -28,7 +28,7 @@ from histtrim.adapters.agent_sessions import (
     SessionPart,
     SessionRead,
 )
-from histtrim.adapters.session_rows import Skips, iso_seconds, json_lines
+from histtrim.adapters.session_rows import CopyBudget, Skips, iso_seconds, json_lines
 
 Msg = dict[str, Any]
 
@@ -98,8 +98,13 @@ class _Part:
     """The newest assistant message already has its call's usage."""
 
 
+_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+"""How the user messages Codex writes itself begin (they open no user turn)."""
+
+
 class _Reader:
-    def __init__(self) -> None:
+    def __init__(self, budget: CopyBudget) -> None:
+        self.budget = budget
         self.parts: list[_Part] = [_Part("session")]
         self.skipped: dict[str, int] = {}
         self.model: str | None = None
@@ -229,6 +234,30 @@ class _Reader:
         elif isinstance(payload.get("message"), str):
             self.part.messages.append({"role": "user", "content": payload["message"]})
 
+    def rolled_back(self, payload: dict[str, Any]) -> None:
+        """`thread_rolled_back`: the last `num_turns` user turns are gone; what is left is a
+        new context (its replies were counted in the part before)."""
+        turns = payload.get("num_turns")
+        if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
+            count(self.skipped, "thread_rolled_back without num_turns")
+            return
+        self._close()
+        messages = self.part.messages
+        cut = len(messages)
+        while turns and cut:
+            cut -= 1
+            message = messages[cut]
+            if message["role"] == "user" and not str(message["content"]).startswith(_CONTEXT):
+                turns -= 1
+        kept = messages[:cut]
+        part = _Part("after-rewind")
+        if self.budget.take(len(kept)):
+            part.messages = list(kept)
+        else:
+            count(self.skipped, "rewind past the copy bound")
+        part.counted = True
+        self.parts.append(part)
+
     def _close(self) -> None:
         if self.pending is not None:
             count(self.skipped, "token_count without a call")
@@ -252,6 +281,8 @@ class _Reader:
         elif kind == "event_msg":
             if payload.get("type") == "token_count":
                 self.token_count(payload, iso_seconds(row.get("timestamp")))
+            elif payload.get("type") == "thread_rolled_back":
+                self.rolled_back(payload)
             else:
                 count(self.skipped, "event_msg")
         elif kind == "turn_context":
@@ -274,7 +305,7 @@ class _Reader:
 
 def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
     """A rollout's records: the session, then each context a compaction started."""
-    reader = _Reader()
+    reader = _Reader(CopyBudget(len(rows)))
     for row in rows:
         try:
             reader.row(row)
