@@ -60,13 +60,16 @@ def _stderr_line(line: str) -> bool:
 
 def test_readme_command_blocks_run_verbatim_and_print_what_they_show(tmp_path: Path) -> None:
     """Every `$ histtrim ...` command of the README runs, in order, in a copy of a fresh
-    clone's examples/, exits 0 and prints exactly the lines shown under it, stdout and stderr
-    each compared on its own (the README says which stream a HistoryTrimmed event goes to).
+    clone's examples/ (and tests/data/agent_sessions/), exits 0 and prints exactly the
+    lines shown under it, stdout and stderr each compared on its own (the README says which
+    stream a HistoryTrimmed event goes to).
     `$ make ...` commands cannot run inside `make test`
     (they are `make test`): each is dry-run (`make -n`), so a missing or broken target fails."""
     blocks = _console_blocks()
     assert len(blocks) >= 4
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    agents = "tests/data/agent_sessions"  # agents' own files (the README reads one)
+    shutil.copytree(ROOT / agents, tmp_path / agents)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     ran = 0
     for steps in blocks:

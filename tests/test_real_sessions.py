@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from histtrim.adapters.anthropic import from_anthropic, trim_anthropic
+from histtrim.adapters.claude_code import USAGE_KEYS
 from histtrim.adapters.openai import trim_openai
 from histtrim.cli.sessions import read_session
 from histtrim.estimate import estimate_history_tokens
@@ -325,7 +326,8 @@ def test_every_call_keeps_its_recorded_usage() -> None:
     """Each assistant message carries the provider's counts for its call, as recorded."""
     for path in sessions("claude-code"):
         calls = [m for m in anthropic_messages(path) if m["role"] == "assistant"]
-        assert calls and all(set(m["usage"]) == set(builder().USAGE_KEYS) for m in calls), path
+        assert calls and all(set(m["usage"]) == set(USAGE_KEYS) for m in calls), path
+        assert all(isinstance(m["timestamp"], str) for m in calls), path
     for path in sessions("mini-swe-agent"):
         calls = [json.loads(line) for line in path.read_text().splitlines()]
         calls = [m for m in calls if m["role"] == "assistant"]
@@ -419,7 +421,8 @@ def test_the_converter_opens_turns_only_at_real_prompts() -> None:
         _row("user", [{"type": "text", "text": "Review the diff."}], isMeta=True),
         _row("assistant", _said([{"type": "text", "text": "Looks fine."}], "m3", 5)),
     ]
-    parts, dropped = builder().transcript_parts(rows)
+    found, dropped = builder().transcript_parts(rows)
+    parts = [builder().corpus_messages(p) for p in found]
     usage = {"input_tokens": 3, "cache_read_input_tokens": 30,
              "cache_creation_input_tokens": 2, "output_tokens": 5}
     assert parts[0] == [

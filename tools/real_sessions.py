@@ -11,7 +11,9 @@ SHA-256 pinned below, so a rebuild either reproduces the committed corpus byte f
 stops.
 
 Claude Code (`build_claude`) and mini-swe-agent (`build_mini`): each transcript is converted
-(what each row is, which rows open turns, each call's recorded usage kept), scrubbed (`Scrub`:
+(what each row is, which rows open turns, each call's recorded usage kept; Claude Code's by the
+package's reader, `histtrim.adapters.claude_code`, the one `histtrim` reads users' files
+with), scrubbed (`Scrub`:
 secrets, e-mail addresses, home paths) and written with a PROVENANCE.md naming, per session,
 the repository, commit, path, git blob and licence it came from; see each folder's note.
 
@@ -37,8 +39,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from histtrim.adapters.claude_code import LIFETIMES, Part, rows_of, transcript_parts
 
 Message = dict[str, Any]
 Reader = Callable[[str], bytes]
@@ -381,145 +386,7 @@ class Scrub:
         return value
 
 
-_COMMAND = re.compile(r"^\s*<(command-name|command-message|local-command-stdout|"
-                      r"local-command-stderr|local-command-caveat|command-args)>")
-_NOTICE = re.compile(r"^\s*<(task-notification|bash-notification|system-reminder)>")
-_CAVEAT = re.compile(r"^\s*(Caveat:|<local-command-caveat>)")
-_INTERRUPT = re.compile(r"^\[Request interrupted by user")
-_KEPT_BLOCKS = ("text", "tool_use", "image")
-USAGE_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-              "output_tokens")
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
-
-
-def row_kind(row: dict[str, Any]) -> str:
-    """What a transcript row is: `prompt` (a real prompt, which opens a turn), `assistant`,
-    `results` (tool results), `clear` (`/clear`: the context starts over), `compact` (the
-    summary a compaction starts the new context with), or why it is dropped: `side-agent`,
-    `meta`, `command` (a slash command's echo or output), `interruption`, `notice` (a
-    notification the client injected), `synthetic` (the client's own assistant text, such as
-    an API error), `empty`, or the row's own type (system, summary, snapshots...)."""
-    kind = row.get("type")
-    if row.get("isSidechain"):
-        return "side-agent"
-    message = row.get("message")
-    if kind == "assistant" and isinstance(message, dict):
-        if message.get("model") == "<synthetic>":
-            return "synthetic"
-        blocks = [b for b in message.get("content") or () if b.get("type") in _KEPT_BLOCKS]
-        return "assistant" if blocks else "thinking only"
-    if kind != "user" or not isinstance(message, dict):
-        return str(kind)
-    if row.get("isMeta"):
-        return "meta"
-    content = message.get("content")
-    if row.get("isCompactSummary"):
-        return "compact"
-    if isinstance(content, list) and any(b.get("type") == "tool_result" for b in content):
-        return "results"
-    text = _text_of(content)
-    if re.match(r"^\s*<command-name>/clear</command-name>", text):
-        return "clear"
-    if _COMMAND.match(text):
-        return "command"
-    if _INTERRUPT.match(text):
-        return "interruption"
-    if _NOTICE.match(text):
-        return "notice"
-    if not text.strip() and not (isinstance(content, list) and content):
-        return "empty"
-    return "prompt"
-
-
 Msg = dict[str, Any]
-
-
-def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[list[Msg]], dict[str, int]]:
-    """A transcript's rows as Anthropic messages, one list per context (a `/clear`, a
-    compaction or a new root row starts another), with what was dropped, by kind.
-
-    An assistant message is the rows of one message id, its text, tool-use and image blocks
-    in order (thinking blocks are left out), with the usage of the call that produced it
-    (the last row's, as the client records it) under `usage`; consecutive tool-result rows
-    are one user message."""
-    parts: list[list[Msg]] = [[]]
-    dropped: dict[str, int] = {}
-    last_id: str | None = None
-    previous = ""
-    for row in rows:
-        kind = row_kind(row)
-        message = row.get("message") or {}
-        if kind == "meta" and previous == "command" and not _CAVEAT.match(
-            _text_of(message.get("content") or "")
-        ):
-            kind = "prompt"  # a custom slash command's prompt, which the client expands
-        previous = kind
-        part = parts[-1]
-        new_root = row.get("parentUuid", "") is None and kind in ("prompt", "compact") and part
-        if kind in ("clear", "compact") or new_root:
-            parts.append([])
-            part, last_id = parts[-1], None
-            if kind == "clear":
-                continue
-        if kind == "assistant":
-            blocks = [b for b in message["content"] if b.get("type") in _KEPT_BLOCKS]
-            usage = message.get("usage") or {}
-            recorded = {k: usage[k] for k in USAGE_KEYS if isinstance(usage.get(k), int)}
-            if part and part[-1]["role"] == "assistant" and message.get("id") == last_id:
-                part[-1]["content"].extend(blocks)
-                if recorded:
-                    part[-1]["usage"] = recorded
-                continue
-            entry: Msg = {"role": "assistant", "content": list(blocks)}
-            if recorded:
-                entry["usage"] = recorded
-            if message.get("model"):
-                entry["model"] = message["model"]
-            part.append(entry)
-            last_id = message.get("id")
-        elif kind == "results":
-            blocks = []
-            for block in message["content"]:
-                if block.get("type") != "tool_result":
-                    continue
-                inner = block.get("content")
-                if isinstance(inner, list):
-                    kept = [x for x in inner if x.get("type") in ("text", "image")]
-                    if len(kept) < len(inner):  # e.g. a tool search's `tool_reference`
-                        what = "result block not text or image"
-                        dropped[what] = dropped.get(what, 0) + len(inner) - len(kept)
-                        block = {**block, "content": kept}
-                blocks.append(block)
-            if part and part[-1]["role"] == "user" and part[-1].get("_results"):
-                part[-1]["content"].extend(blocks)
-            else:
-                part.append({"role": "user", "content": list(blocks), "_results": True})
-            last_id = None
-        elif kind in ("prompt", "compact"):
-            content = message["content"]
-            if isinstance(content, list):
-                content = [b for b in content if b.get("type") in ("text", "image")]
-            part.append({"role": "user", "content": content})
-            last_id = None
-        else:
-            dropped[kind] = dropped.get(kind, 0) + 1
-    out: list[list[Msg]] = []
-    for part in parts:
-        start = next((i for i, m in enumerate(part)
-                      if m["role"] == "user" and not m.get("_results")), len(part))
-        if start:  # a context the file holds from its middle on: it starts at its first prompt
-            dropped["before the first prompt"] = dropped.get("before the first prompt", 0) + start
-            part = part[start:]
-        for m in part:
-            m.pop("_results", None)
-        if any(m["role"] == "assistant" for m in part):
-            out.append(part)
-    return out, dropped
 
 
 def git(gitdir: str, *args: str) -> bytes:
@@ -539,26 +406,6 @@ class Version:
     session: str
     rows: tuple[dict[str, Any], ...]
     skipped_lines: int
-
-
-def transcript_rows(data: bytes, path: str) -> tuple[list[dict[str, Any]], int]:
-    """A transcript file's rows (a JSON array, or JSON Lines whose unreadable lines are
-    counted and skipped)."""
-    if path.endswith(".json"):
-        rows = json.loads(data)
-        return [r for r in rows if isinstance(r, dict)], 0
-    rows, bad = [], 0
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows, bad
 
 
 def versions(repo: ClaudeRepo, gitdir: str) -> Iterator[Version]:
@@ -584,7 +431,7 @@ def versions(repo: ClaudeRepo, gitdir: str) -> Iterator[Version]:
                 data = git(gitdir, "cat-file", "-p", blob)
             except subprocess.CalledProcessError:
                 continue  # absent from the snapshot
-            rows, bad = transcript_rows(data, path)
+            rows, bad = rows_of(data)
             by_session: dict[str, list[dict[str, Any]]] = {}
             for row in rows:
                 if isinstance(row.get("sessionId"), str) and not row.get("isSidechain"):
@@ -695,9 +542,10 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
     candidates: list[Built] = []
     short = 0
     for v in sorted(kept, key=lambda v: (v.repo.slug, v.session)):
-        parts, why = transcript_parts([dict(r) for r in v.rows])
+        found_parts, why = transcript_parts([dict(r) for r in v.rows])
         for kind, n in why.items():
             dropped[kind] = dropped.get(kind, 0) + n
+        parts = [corpus_messages(p) for p in found_parts]
         for k, part in enumerate(parts):
             messages = scrub.value(part)
             tokens = _estimate(messages)
@@ -741,6 +589,30 @@ def build_claude(gitdirs: dict[str, str], out: Path) -> int:
 def _call_ids(messages: list[Msg]) -> set[str]:
     return {b["id"] for m in messages if m["role"] == "assistant"
             for b in m["content"] if b.get("type") == "tool_use"}
+
+
+def corpus_messages(part: Part) -> list[Msg]:
+    """A part's messages as the corpus writes them: each assistant message with the usage
+    and model its call recorded (the package's reader keeps them there), the cache write's
+    lifetimes where recorded (`cache_creation`), and the call's time (`timestamp`, its first
+    row's, UTC)."""
+    out: list[Msg] = []
+    for message, call in zip(part.messages, part.calls, strict=True):
+        if call is None:
+            out.append(message)
+            continue
+        message = dict(message)
+        lifetimes = call.usage.get("cache_creation") if "usage" in message else None
+        if isinstance(lifetimes, dict):
+            kept = {k: lifetimes[k] for k in LIFETIMES if isinstance(lifetimes.get(k), int)}
+            if kept:  # beside `usage`, whose counts stay the four every session has
+                message["cache_creation"] = kept
+        if call.timestamp is not None:
+            moment = datetime.fromtimestamp(call.timestamp, UTC)
+            message["timestamp"] = moment.isoformat(timespec="milliseconds").replace(
+                "+00:00", "Z")
+        out.append(message)
+    return out
 
 
 def licence_file(slug: str, text: bytes) -> str:
@@ -799,8 +671,16 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   call that produced it, as the client recorded them (the message's last row):
   `input_tokens` (uncached input), `cache_read_input_tokens`, `cache_creation_input_tokens`
   (written to the cache) and `output_tokens`; the prompt of that call is their first three
-  summed. `model` names the model. These two keys are histtrim's additions to the message
-  (the API does not read them back).
+  summed. `model` names the model. Where the client recorded how long the written cache
+  lives, `cache_creation` keeps the split of `cache_creation_input_tokens` as the API
+  reports it in `usage.cache_creation` (`ephemeral_5m_input_tokens`,
+  `ephemeral_1h_input_tokens`), and `timestamp` is the call's time (the first row of its
+  message id, UTC): a prompt cache's entries expire, so what a call reads depends on when
+  the previous one wrote. These keys are histtrim's additions to the message (the API does
+  not read them back). The conversion is the package's Claude Code reader
+  (`histtrim.adapters.claude_code.transcript_parts`, the one `histtrim` uses on a user's
+  own files); `timestamp` and `cache_creation` were added when it moved there (2026-12);
+  with them left out, that build is byte-identical to the one before.
 - Sessions are told apart by `sessionId`; the versions of one session in a repository's
   history are merged (each row once, by its uuid, the oldest version first: a hook that
   rewrites the file keeps part of a session in one commit and the rest in another; the table

@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 AgentFormat = Literal["claude-code", "codex", "gemini-cli", "pi", "openhands"]
 """The session formats read, each by the module `adapters.<format with _ for ->`."""
 
-PartKind = Literal["session", "after-clear", "after-compaction", "side-agent"]
+PartKind = Literal[
+    "session", "after-clear", "after-compaction", "after-rewind", "side-agent"
+]
 
 
 class RecordedCall(BaseModel):

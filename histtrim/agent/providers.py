@@ -95,6 +95,8 @@ class ProviderRequest:
     tool_schemas: tuple[ToolSchema, ...]
     outcome: Outcome
     policy: Policy = SPEC
+    counted: int | None = None
+    """The provider's own count when it counts otherwise than the estimate (`counter`)."""
 
     @property
     def estimated_tokens(self) -> int:
@@ -103,6 +105,11 @@ class ProviderRequest:
         return estimate_history_tokens(self.messages, policy=policy) + estimate_tool_schemas(
             self.tool_schemas, policy=policy
         )
+
+    @property
+    def true_tokens(self) -> int:
+        """The request as the provider counted it: its own count, else the estimate."""
+        return self.estimated_tokens if self.counted is None else self.counted
 
 
 RequestCounter = Callable[[Sequence[ChatMessage], Sequence[ToolSchema]], int]
@@ -127,7 +134,9 @@ class ScriptedProvider:
     `policy` prices requests as this model really does (its hidden image price, say).
     `reports` counts each answered request's input for the reply's `Usage` (a tokenizer, or
     `estimated_input(policy)`); None: the provider reports no usage, as a script step that
-    states none (a step's stated usage is always returned as it is)."""
+    states none (a step's stated usage is always returned as it is). `counter`, when given,
+    is how the provider really counts a request against `hidden_window` (say, fitted to a
+    recording's usage); None: the estimate under `policy`."""
 
     def __init__(
         self,
@@ -136,6 +145,7 @@ class ScriptedProvider:
         hidden_window: int | None = None,
         policy: Policy = SPEC,
         reports: RequestCounter | None = None,
+        counter: RequestCounter | None = None,
     ) -> None:
         if hidden_window is not None:
             non_negative("hidden_window", hidden_window)
@@ -143,6 +153,7 @@ class ScriptedProvider:
         self.hidden_window = hidden_window
         self.policy = policy
         self.reports = reports
+        self.counter = counter
         self.requests: list[ProviderRequest] = []
 
     @property
@@ -158,23 +169,23 @@ class ScriptedProvider:
         self, messages: Sequence[ChatMessage], tool_schemas: Sequence[ToolSchema]
     ) -> ProviderReply:
         rows, schemas, policy = tuple(messages), tuple(tool_schemas), self.policy
-        tokens = estimate_history_tokens(rows, policy=policy) + estimate_tool_schemas(
-            schemas, policy=policy
-        )
+        counted = None if self.counter is None else self.counter(rows, schemas)
+        tokens = counted if counted is not None else estimate_history_tokens(
+            rows, policy=policy) + estimate_tool_schemas(schemas, policy=policy)
         if self.hidden_window is not None and tokens > self.hidden_window:
-            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy))
+            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy, counted))
             raise ContextOverflowError(
                 f"context window exceeded: {tokens} tokens > {self.hidden_window}",
                 request_tokens=tokens,
             )
         if not self._script:
-            self.requests.append(ProviderRequest(rows, schemas, "exhausted", policy))
+            self.requests.append(ProviderRequest(rows, schemas, "exhausted", policy, counted))
             raise ScriptExhaustedError(f"script exhausted after {len(self.requests) - 1} calls")
         step = self._script.popleft()
         if isinstance(step, Overflow):
-            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy))
+            self.requests.append(ProviderRequest(rows, schemas, "overflow", policy, counted))
             raise ContextOverflowError(step.message, request_tokens=tokens)
-        self.requests.append(ProviderRequest(rows, schemas, "reply", policy))
+        self.requests.append(ProviderRequest(rows, schemas, "reply", policy, counted))
         if step.usage != Usage() or self.reports is None:
             return step  # the script states the usage the provider reports, or none
         completion = text_tokens(step.text or "", policy=policy) + sum(

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import islice
+from itertools import accumulate, islice
 
 from histtrim.adapters.rewrite import turn_columns
+from histtrim.cli.agentfiles import AgentFile, read_agent_file
 from histtrim.cli.errors import EXIT_OK
 from histtrim.cli.jsontext import display_name, read_bytes
-from histtrim.cli.output import emit
+from histtrim.cli.output import emit, say
 from histtrim.cli.rowfiles import fast_rows, file_crumb_error, row_lines
 from histtrim.cli.sessions import crumb_error, read_session
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import counter_name
-from histtrim.estimate import IMAGE_TOKENS
+from histtrim.estimate import IMAGE_TOKENS, message_costs
 from histtrim.messages import FRAME_TOKENS
 from histtrim.turn_sizes import TurnColumns, TurnStats, turn_stats
 
@@ -111,8 +112,30 @@ def _print(lines: Iterator[str]) -> None:
         emit(None, "".join(line + "\n" for line in block).encode("utf-8"))
 
 
+def recorded_lines(agent: AgentFile, costs: Sequence[int]) -> Iterator[str]:
+    """Each recorded call's input beside histtrim's estimate of the same request (the rows
+    before its reply, the system prompt the file holds included)."""
+    shift = 1 if agent.part.system else 0
+    sums = list(accumulate(costs, initial=0))
+    calls = agent.part.calls
+    if not calls:
+        return
+    yield "recorded calls: input as the provider counted it, beside the estimate (EST-1)"
+    yield f"{'call':>5}  {'message':>8}  {'recorded':>9}  {'estimate':>9}  {'ratio':>6}"
+    for k, call in enumerate(calls, start=1):
+        estimate = sums[min(call.record + shift, len(costs))]
+        ratio = f"{call.input_tokens / estimate:.2f}" if estimate else "-"
+        yield (f"{k:>5}  {call.record + 1:>8}  {call.input_tokens:>9}  {estimate:>9}  "
+               f"{ratio:>6}")
+
+
 def cmd_estimate(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
+    agent = read_agent_file(source, data, args.format)
+    if agent is not None:  # an agent's own file: the request it would send next
+        data = agent.body
+        args = argparse.Namespace(**{**vars(args), "format": agent.format})
+        say(agent.note(source, "estimated"), err=True)
     hf = fast_rows(source, data, args.format, args.tokenizer)
     if hf is not None:
         try:
@@ -123,6 +146,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         empty = columns.messages[0] == 0
         found = row_lines(hf, columns.first_row[empty:]).lines
         _print(table_lines(columns, [0, *found] if empty else found))
+        if agent is not None:
+            _print(recorded_lines(agent, hf.costs))
         return EXIT_OK
     session = read_session(args.session, args.format, data)
     counter = token_counter(args)
@@ -137,4 +162,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
             turn_stats(session.items, crumb_present=args.crumb_present, token_counter=counter),
         )
     _print(turn_table_lines(stats, session.lines, counted))
+    if agent is not None and session.rows is not None:
+        _print(recorded_lines(agent, message_costs(session.rows)))
     return EXIT_OK

@@ -10,6 +10,7 @@ import importlib
 import math
 import os
 from collections.abc import Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,13 @@ from pydantic import ValidationError
 
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.adapters.tokenizers import INSTALL_HINT, tokenizers_available
+from histtrim.cli.agentfiles import (
+    AgentFile,
+    main_part,
+    read_agent,
+    read_agent_file,
+    request_body,
+)
 from histtrim.cli.argtypes import count, file_path, positive
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
@@ -26,10 +34,12 @@ from histtrim.cli.rowfiles import read_rows, sniff
 from histtrim.cli.sessions import read_session
 from histtrim.cli.tokenizer import add_tokenizer_arg, token_counter
 from histtrim.config import AgentConfig, ProviderProfile, RuntimeProfile
-from histtrim.messages import ConversationMessage
+from histtrim.estimate import message_costs
+from histtrim.messages import ChatMessage, ConversationMessage
 from histtrim.policy import SPEC, Policy
 from histtrim.review.cache import PROVIDERS, CacheModel, cache_model
 from histtrim.review.compare import SessionLoadError, review_lines, run_review, settings_lines
+from histtrim.review.recorded import fit_usage, model_window
 from histtrim.review.replay import ReplaySettings
 from histtrim.review.sessions import ReviewSession, recorded_times, session_from_items
 from histtrim.route import select_route
@@ -103,6 +113,9 @@ def load_session(path: str) -> ReviewSession:
     after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
     were restored, not replayed)."""
     data = read_bytes(path)
+    recorded = agent_session(path, data)
+    if recorded is not None:
+        return recorded
     if sniff(data) == "anthropic":
         items, wrapper = _anthropic_session(path, data)
     else:
@@ -146,6 +159,49 @@ def load_timed_session(times: str, path: str) -> ReviewSession:
     session = load_session(path)
     found = _times(times).get(session.name)
     return session if found is None else session.with_times(found)
+def agent_session(path: str, data: bytes) -> ReviewSession | None:
+    """An agent's own session file (its longest context) as a replay whose provider counts
+    requests as the recorded usage says (`histtrim.review.recorded`); None for other files."""
+    found = read_agent(data, Path(path).stem)
+    if found is None:
+        return None
+    part = main_part(found[1], longest=True)
+    if part is None:  # a summary-only file, as a project folder holds: nothing to replay
+        return ReviewSession(name=Path(path).stem, turns=())
+    agent = AgentFile(*found, part, request_body(part))
+    if agent.format == "anthropic":
+        items, _ = _anthropic_session(path, agent.body)
+    else:
+        items = read_session(path, "openai", data=agent.body).items
+    history = read_rows(display_name(path), agent.body, agent.format)  # type: ignore[arg-type]
+    rows = [item for item in items if isinstance(item, ChatMessage)]
+    costs = list(history.costs) if history is not None else message_costs(rows)
+    sums = list(accumulate(costs, initial=0))
+    shift = 1 if agent.part.system else 0
+    calls = [(c.input_tokens, sums[min(c.record + shift, len(costs))])
+             for c in agent.part.calls]
+    model = next((c.model for c in reversed(agent.part.calls) if c.model), None)
+    try:
+        session = session_from_items(Path(path).stem, items)
+    except ValueError as error:
+        raise InputError(path, str(error).split("\n", 1)[0]) from None
+    return session.model_copy(update={"recorded": fit_usage(calls, model)})
+
+
+def recorded_window(paths: Sequence[str]) -> tuple[int, str] | None:
+    """The window of the first recorded model the route table knows, read from the session
+    files in order (an agent's file names its model; a plain history file ends the search)."""
+    for path in paths:
+        data = read_bytes(path)
+        agent = read_agent_file(display_name(path), data, None)
+        if agent is None:
+            return None
+        for part in agent.read.parts:
+            for call in part.calls:
+                window = model_window(call.model)
+                if window is not None and call.model is not None:
+                    return window, call.model
+    return None
 
 
 def load_sessions(inputs: Sequence[str]) -> list[ReviewSession]:
@@ -263,6 +319,14 @@ def cmd_review(args: argparse.Namespace) -> int:
     if (args.config is None) != (args.agent is None):
         raise InputError("--config", "--config and --agent go together")
     paths = session_paths(args.sessions)
+    notes: list[str] = []
+    if args.window is None:
+        found = recorded_window(paths) if args.config is None else None
+        args.window = DEFAULT_WINDOW if found is None else found[0]
+        if found is not None:
+            notes.append(f"window: {found[0]} tokens, {found[1]}'s (the recorded model)")
+            if args.true_window is None:  # the recorded usage is the provider's own count
+                args.true_window = found[0]
     policies = policies_from(args.policy)
     cache = cache_from(args)
     settings = settings_from(args).model_copy(update={"measure_loss": True, **clock_from(args)})
@@ -284,7 +348,8 @@ def cmd_review(args: argparse.Namespace) -> int:
         if args.dask is None or not str(error).startswith("dask: "):
             raise
         raise InputError("--dask", str(error).removeprefix("dask: ")) from None
-    say(*settings_lines(settings, policies[0][1], cache), *review_lines(review, cache=cache))
+    say(*notes, *settings_lines(settings, policies[0][1], cache),
+        *review_lines(review, cache=cache))
     if args.html:
         from histtrim.review.report import write_report
 
@@ -314,8 +379,9 @@ def add_review_command(commands: Any) -> None:
     review.add_argument("--config", help="agent config (.toml or .json) instead of --budget")
     review.add_argument("--agent", help="agent name in the config")
     review.add_argument(
-        "--window", type=positive, default=DEFAULT_WINDOW,
-        help=f"the model's declared context_window (default {DEFAULT_WINDOW})",
+        "--window", type=positive, default=None,
+        help="the model's declared context_window (default: the recorded model's when an "
+        f"agent's session file names one the route table knows, else {DEFAULT_WINDOW})",
     )
     review.add_argument(
         "--true-window", type=positive,

@@ -29,6 +29,7 @@ from histtrim.adapters.rewrite import (
     write_history_chunks,
 )
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
+from histtrim.cli.agentfiles import call_report, read_agent_file
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
@@ -38,6 +39,7 @@ from histtrim.cli.rowfiles import fast_rows, file_crumb_error, sniff
 from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
+from histtrim.estimate import message_costs
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
@@ -464,6 +466,10 @@ def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
 
 def cmd_trim(args: argparse.Namespace) -> int:
     source, data = display_name(args.session), read_bytes(args.session)
+    agent = read_agent_file(source, data, args.format)
+    if agent is not None:  # an agent's own file: trimmed as the request it would send
+        data = agent.body
+        args = argparse.Namespace(**{**vars(args), "format": agent.format})
     output: bytes | Iterator[bytes | memoryview] = data
     # The file's columns are priced with the spec's constants: a policy that prices rows
     # otherwise, or edits tool context, takes the session reader, but for an Anthropic body,
@@ -477,13 +483,16 @@ def cmd_trim(args: argparse.Namespace) -> int:
     report: tuple[int, int] | None = None
     if hf is not None:
         limits = _limits(args)
-        report = None if args.ignore_usage else _file_report(hf)
+        report = None if args.ignore_usage else (
+            _file_report(hf) if agent is None else call_report(agent, hf.costs))
         outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = _limits(args)
         if session.rows is not None:
-            if not args.ignore_usage and len(session.records) == len(session.rows):
+            if agent is not None and not args.ignore_usage:
+                report = call_report(agent, message_costs(session.rows))
+            elif not args.ignore_usage and len(session.records) == len(session.rows):
                 report = recorded_report(session.records, session.rows,
                                          token_counter=limits.pricing.counter,
                                          policy=limits.policy)
@@ -502,6 +511,8 @@ def cmd_trim(args: argparse.Namespace) -> int:
     for event in outcome.events:
         say(event.to_json(), err=True)
     say(summary(source, outcome, limits), err=True)
+    if agent is not None:
+        say(agent.note(source, "wrote"), err=True)
     warnings = outcome.warnings
     if warnings is None:
         warnings = pairing_warnings(outcome.written)

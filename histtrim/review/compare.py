@@ -4,6 +4,7 @@ side-by-side table the CLI prints and the notebook shows."""
 from __future__ import annotations
 
 import os
+import statistics
 import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -254,7 +255,28 @@ def review_lines(
         ))
     if cache is not None:
         out.extend(_wrapped(f"cache model {cache.name}: {cache.source}"))
+    out.extend(recorded_lines(review))
     return out
+
+
+def recorded_lines(review: Review) -> list[str]:
+    """For sessions whose files record usage: the recorded input of their calls beside
+    histtrim's estimate of the same requests, and the provider's count the replay used."""
+    recorded = [row[0].recorded for row in review.replays if row and row[0].recorded]
+    if not recorded:
+        return []
+    calls = sum(len(r.calls) for r in recorded)
+    total, estimated = sum(r.recorded for r in recorded), sum(r.estimated for r in recorded)
+    ratios = sorted(float(r.scale) for r in recorded)
+    hidden = sorted(r.hidden for r in recorded)
+    ratio = f"{total / estimated:.2f}x" if estimated else "-"
+    return _wrapped(
+        f"recorded usage ({len(recorded)} of {len(review.replays)} sessions, {calls} calls): "
+        f"the provider counted {total} input tokens where histtrim estimates {estimated} "
+        f"({ratio}); the replay's provider counts a request as a hidden part (median "
+        f"{statistics.median(hidden):.0f} tokens) plus the estimate times a scale (median "
+        f"{statistics.median(ratios):.2f}), each fitted to the session's own calls"
+    )
 
 
 def _wrapped(text: str, width: int = 96) -> list[str]:

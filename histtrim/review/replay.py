@@ -41,6 +41,7 @@ from histtrim.review.loss import (
     reply_text,
     request_loss,
 )
+from histtrim.review.recorded import RecordedUsage
 from histtrim.review.sessions import NO_OUTPUT, ReviewSession
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.turns import index_turns
@@ -199,6 +200,8 @@ class SessionReplay:
     prompt_times: tuple[float, ...] = ()
     """When each billed request of `prompts` was made (seconds since the session's first),
     with the replay's clock (`ReplaySettings.think_seconds`); empty without one."""
+    recorded: RecordedUsage | None = None
+    """The session's recorded usage, when its file records it: the replay's truth."""
 
     @property
     def trims(self) -> int:
@@ -363,10 +366,11 @@ def replay(
     measure = _LossMeter(session) if settings.measure_loss else None
     loss = ContextLoss()
     reports = None if settings.provider_usage is None else _reports(settings)
+    truth = None if session.recorded is None else session.recorded.counter(settings.true_policy)
     for number, turn in enumerate(session.turns):
         provider = ScriptedProvider(
             turn.steps, hidden_window=settings.hidden_window, policy=settings.true_policy,
-            reports=reports,
+            reports=truth if reports is None else reports, counter=truth,
         )
         agent.provider = provider
         outputs.clear()
@@ -398,7 +402,7 @@ def replay(
         overflows = sum(1 for r in provider.requests if r.outcome == "overflow")
         model_refusals += overflows
         retries += overflows - unretried
-        true_tokens.extend(r.estimated_tokens for r in provider.requests)
+        true_tokens.extend(r.true_tokens for r in provider.requests)
         if measure is not None:
             loss += measure.turn(number, [r for r in provider.requests if r.outcome == "reply"])
         replies = [r for r in provider.requests if r.outcome == "reply"]
@@ -439,6 +443,7 @@ def replay(
         unreplayed_calls=unreplayed,
         prompt_times=tuple(prompt_times),
         cold_cuts=sum(1 for e in events if e.cold_cache),
+        recorded=session.recorded,
     )
 
 

@@ -24,6 +24,7 @@ from histtrim.messages import (
     ToolResultMessage,
     ToolResults,
 )
+from histtrim.review.recorded import RecordedUsage
 from histtrim.turns import index_turns, leading_system_count
 
 
@@ -62,6 +63,9 @@ class ReviewSession(_Frozen):
     """When each recorded provider call was made (seconds; one per step of every turn, in
     order; None where unknown), for the replay's clock (`ReplaySettings.recorded_times`);
     empty: none recorded."""
+    recorded: RecordedUsage | None = None
+    """The provider's recorded usage (an agent's own file): how the replay's provider
+    counts each request (`histtrim.review.recorded`)."""
 
 
     @field_validator("times")

@@ -28,6 +28,8 @@ SKIPPED_NOTEBOOKS = {
     "(frameworks, not rules)",
     "16_tool_context.ipynb": "replays recorded sessions under the field's policies: what-if "
     "runs; its rules' vectors are generated (`tool_context_cases`)",
+    "18_your_own_sessions.ipynb": "reads agents' own session files and replays them "
+    "(formats and what-if runs, not rules)",
 }
 """Notebooks whose code is not run for vectors, and why; every other chapter is."""
 

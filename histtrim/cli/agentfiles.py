@@ -1,0 +1,128 @@
+"""Agents' own session files (Claude Code, Codex CLI, Gemini CLI, Pi, OpenHands) for `trim`,
+`estimate` and `review`: told from their content, read by the package's readers, and handed
+on as the request the agent would send next (an Anthropic or OpenAI body)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from histtrim.adapters.agent_sessions import (
+    AgentFormat,
+    RecordedCall,
+    SessionPart,
+    SessionRead,
+    detect,
+    reader,
+)
+from histtrim.cli.errors import InputError
+
+AGENT_NAMES: dict[AgentFormat, str] = {
+    "claude-code": "Claude Code", "codex": "Codex CLI", "gemini-cli": "Gemini CLI",
+    "pi": "Pi", "openhands": "OpenHands",
+}
+PROVIDER_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI"}
+
+
+@dataclass(frozen=True)
+class AgentFile:
+    """An agent's session file as read: the reader's answer, the part a request is made of,
+    and that request's bytes."""
+
+    agent: AgentFormat
+    read: SessionRead
+    part: SessionPart
+    body: bytes
+
+    @property
+    def format(self) -> str:
+        return self.part.provider_format
+
+    def note(self, source: str, what: str) -> str:
+        """One line on stderr: which agent wrote the file and which part `what` is."""
+        index = self.read.parts.index(self.part) + 1
+        skipped = sum(self.read.skipped.values())
+        return (
+            f"histtrim: {source}: {_article(AGENT_NAMES[self.agent])} "
+            f"{AGENT_NAMES[self.agent]} session; {what} the "
+            f"{PROVIDER_NAMES[self.format]} request it would send next, from part {index} of "
+            f"{len(self.read.parts)} ({self.part.kind}, {len(self.part.records)} messages, "
+            f"{len(self.part.calls)} recorded calls; {skipped} rows skipped, "
+            f"{self.read.unpaired} unpaired)"
+        )
+
+
+def _article(name: str) -> str:
+    return "an" if name[0] in "AEIOU" else "a"
+
+
+def main_part(read: SessionRead, *, longest: bool = False) -> SessionPart | None:
+    """The part a request is made of: the last context of the main line (what the agent
+    sends next), or with `longest` the one with the most messages; a file holding only side
+    agents gives its last."""
+    main = [p for p in read.parts if p.kind != "side-agent"] or list(read.parts)
+    if not main:
+        return None
+    if longest:
+        return max(reversed(main), key=lambda p: len(p.records))
+    return main[-1]
+
+
+def request_body(part: SessionPart) -> bytes:
+    """The part as the request body its provider reads: Anthropic's `system` and `messages`,
+    or OpenAI's `messages` (the system prompt first); the recorded model when known. One
+    message a line, so a line number names a message."""
+    model = next((c.model for c in reversed(part.calls) if c.model), None)
+    body: dict[str, object] = {"model": model} if model else {}
+    messages = list(part.records)
+    if part.provider_format == "anthropic":
+        if part.system:
+            body["system"] = part.system
+    elif part.system:
+        messages.insert(0, {"role": "system", "content": part.system})
+    head = json.dumps(body, ensure_ascii=False)[:-1] + (", " if body else "")
+    lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
+    return f'{head}"messages": [\n{lines}\n]}}\n'.encode()
+
+
+def read_agent(data: bytes, name: str) -> tuple[AgentFormat, SessionRead] | None:
+    """The agent format the file's content shows and its reader's answer, or None."""
+    agent = detect(data)
+    if agent is None:
+        return None
+    return agent, reader(agent)(data, name)
+
+
+def read_agent_file(
+    source: str, data: bytes, format: str | None, *, longest: bool = False
+) -> AgentFile | None:
+    """The file as an agent's session, or None when it is not one (or `--format` names
+    the format to read it as)."""
+    if format is not None:
+        return None
+    found = read_agent(data, Path(source).stem)
+    if found is None:
+        return None
+    agent, read = found
+    part = main_part(read, longest=longest)
+    if part is None:
+        raise InputError(source, f"a {AGENT_NAMES[agent]} session with no conversation "
+                         f"(rows skipped: {sum(read.skipped.values())})")
+    return AgentFile(agent, read, part, request_body(part))
+
+
+def last_call(part: SessionPart) -> RecordedCall | None:
+    return part.calls[-1] if part.calls else None
+
+
+def call_report(agent: AgentFile, costs: Sequence[int]) -> tuple[int, int] | None:
+    """The last call's recorded input and histtrim's estimate of its request (the rows
+    before its reply; `costs` per row of the body, its system prompt first): USAGE-5's
+    report."""
+    call = last_call(agent.part)
+    if call is None or call.input_tokens <= 0:
+        return None
+    end = call.record + (1 if agent.part.system else 0)
+    return call.input_tokens, sum(costs[:end])
