@@ -431,7 +431,8 @@ def versions(repo: ClaudeRepo, gitdir: str) -> Iterator[Version]:
                 data = git(gitdir, "cat-file", "-p", blob)
             except subprocess.CalledProcessError:
                 continue  # absent from the snapshot
-            rows, bad = rows_of(data)
+            rows, unreadable = rows_of(data)
+            bad = sum(unreadable.values())
             by_session: dict[str, list[dict[str, Any]]] = {}
             for row in rows:
                 if isinstance(row.get("sessionId"), str) and not row.get("isSidechain"):

@@ -242,22 +242,22 @@ def _opens(message: Msg) -> bool:
                 and all(b.get("type") == "tool_result" for b in content))
 
 
-def rows_of(data: bytes) -> tuple[list[dict[str, Any]], int]:
+def rows_of(data: bytes) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """A transcript file's rows (the `logs/chat.json` array, or JSON Lines whose unreadable
-    lines are counted and skipped), and how many were not readable rows."""
+    lines are counted and skipped), and what was not a readable row, by kind."""
     text = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] == b"[":
         try:
             rows = json.loads(data.removeprefix(b"\xef\xbb\xbf"))
         except (ValueError, RecursionError):
-            return [], 1
+            return [], {"garbled": 1}
         if not isinstance(rows, list):
-            return [], 1
+            return [], {"garbled": 1}
         kept = [r for r in rows if isinstance(r, dict)]
-        return kept, len(rows) - len(kept)
+        return kept, {"garbled": len(rows) - len(kept)} if len(kept) < len(rows) else {}
     skips = Skips()
     rows = list(json_lines(data, skips))
-    return rows, skips.counts["garbled"]
+    return rows, skips.report()
 
 
 def call_of(call: Call, record: int) -> RecordedCall:
@@ -353,12 +353,13 @@ def _key(value: object) -> str:
 
 def read_session(data: bytes, name: str) -> SessionRead:
     """One transcript file (JSON Lines or the `logs/chat.json` array)."""
-    rows, garbled = rows_of(data)
+    rows, unreadable = rows_of(data)
     read = read_rows(rows, name)
-    if not garbled:
+    if not unreadable:
         return read
     skipped = dict(read.skipped)
-    count(skipped, "garbled", garbled)
+    for kind, n in unreadable.items():
+        count(skipped, kind, n)
     return read.model_copy(update={"skipped": skipped})
 
 

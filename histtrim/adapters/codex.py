@@ -129,7 +129,7 @@ class _Reader:
             role = item.get("role")
             text = _text(item.get("content"))
             if role == "assistant":
-                self._assistant()["content"] += text
+                self._assistant()["content"].append(text)  # joined once, at the end
                 return
             if role not in ("user", "developer", "system"):
                 count(self.skipped, f"message role {role}")
@@ -175,7 +175,7 @@ class _Reader:
         part = self.part
         if part.open and not (part.counted and self.after):
             return part.messages[-1]
-        message: Msg = {"role": "assistant", "content": ""}
+        message: Msg = {"role": "assistant", "content": []}
         part.messages.append(message)
         part.open, part.counted, part.last = True, False, len(part.messages) - 1
         if self.pending is not None:
@@ -313,6 +313,10 @@ def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
             count(reader.skipped, "garbled")
     reader._close()
     kept = [p for p in reader.parts if any(m["role"] == "assistant" for m in p.messages)]
+    for part in kept:
+        for message in part.messages:
+            if message["role"] == "assistant" and isinstance(message["content"], list):
+                message["content"] = "".join(message["content"])
     parts = tuple(
         SessionPart(
             name=name if len(kept) == 1 else f"{name}-part{k + 1}", kind=p.kind,
@@ -341,12 +345,12 @@ def read_session(data: bytes, name: str) -> SessionRead:
     """One rollout file; a line that is not a JSON object is counted `garbled`."""
     skips = Skips()
     rows = list(json_lines(data, skips))
-    garbled = skips.counts["garbled"]
     read = read_rows(rows, name)
-    if not garbled:
+    if not skips.counts:
         return read
     skipped = dict(read.skipped)
-    count(skipped, "garbled", garbled)
+    for kind, n in skips.counts.items():
+        count(skipped, kind, n)
     return read.model_copy(update={"skipped": skipped})
 
 

@@ -310,15 +310,16 @@ def read_session(data: bytes, name: str) -> SessionRead:
         if event.get("action") == "condensation":
             args = event.get("args") if isinstance(event.get("args"), dict) else {}
             assert isinstance(args, dict)
-            view = _condensed(view, args)
             reader.close(memory, kind)
             kind, memory = "after-compaction", _Memory(reader)
-            if budget.take(len(view)):
+            if budget.take(len(view)):  # the scan of the view, and what it keeps
+                view = _condensed(view, args)
                 reader.counting = False
                 for kept in view:
                     memory.add(kept)
                 reader.counting = True
             else:
+                view = []
                 skips.skip("context-over-budget")
             continue
         if not isinstance(event.get("action"), str) and not isinstance(

@@ -86,6 +86,8 @@ class _Context:
         self.records: list[dict[str, object]] = []
         self.calls: list[RecordedCall] = []
         self.pending: list[str] = []
+        self.waiting: set[str] = set()
+        """`pending` as a set: a result finds its call in constant time."""
         self.pending_at = 0
         self.answered: set[str] = set()
         self.replay = False
@@ -129,7 +131,7 @@ class _Context:
             for call in missing:
                 self._result({"toolCallId": call, "isError": True,
                               "content": [{"type": "text", "text": _NO_RESULT}]})
-        self.pending, self.answered = [], set()
+        self.pending, self.waiting, self.answered = [], set(), set()
 
     def _user(self, content: object) -> None:
         self._close_calls()
@@ -155,6 +157,7 @@ class _Context:
                                "name": text_of(block.get("name")),
                                "input": args if isinstance(args, dict) else {}})
                 self.pending.append(block["id"])
+                self.waiting.add(block["id"])
                 self.pending_at = len(self.records)
         if not blocks:
             blocks.append({"type": "text", "text": ""})
@@ -166,7 +169,7 @@ class _Context:
 
     def _result(self, message: Mapping[str, Any]) -> None:
         ident = message.get("toolCallId")
-        if not isinstance(ident, str) or ident not in self.pending or ident in self.answered:
+        if not isinstance(ident, str) or ident not in self.waiting or ident in self.answered:
             self.skips.unpaired += 0 if self.replay else 1
             return
         self.answered.add(ident)

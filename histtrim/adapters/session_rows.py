@@ -45,11 +45,25 @@ class CopyBudget:
         return True
 
 
+MAX_LINE_BYTES = 1 << 26
+"""The longest line a reader parses (64 MiB): a longer one is counted as `over-long line`
+and never parsed, so one line cannot make a reader hold many times the file in memory.
+Real rows are far shorter (Claude Code moves a result over a few kB to its own file)."""
+
+_LINE = re.compile(rb"[^\r\n]+")
+
+
 def json_lines(data: bytes, skips: Skips) -> Iterator[dict[str, Any]]:
     """Each line of `data` that is a JSON object; a line that does not parse, or parses
-    to something else, is counted as `garbled`; blank lines and a leading UTF-8 byte order
-    mark are ignored."""
-    for line in data.removeprefix(b"\xef\xbb\xbf").splitlines():
+    to something else, is counted as `garbled`, one over `MAX_LINE_BYTES` as `over-long
+    line`; blank lines and a leading UTF-8 byte order mark are ignored. Lines are taken one
+    at a time (never the whole file split at once)."""
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    for match in _LINE.finditer(data, start):
+        if match.end() - match.start() > MAX_LINE_BYTES:
+            skips.skip("over-long line")
+            continue
+        line = match.group()
         if not line.strip():
             continue
         value = loads(line)

@@ -58,9 +58,12 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
     for given in inputs:
         path = Path(given)
         if path.is_dir():
-            matches = sorted(
-                str(p) for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES
-            )
+            files = [p for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES]
+            outputs = [p for p in files if _tool_output(p)]
+            if outputs:
+                say(f"histtrim: skipped {len(outputs)} files under Claude Code's "
+                    f"tool-results folders in {given}: tool output, not sessions", err=True)
+            matches = sorted(str(p) for p in files if not _tool_output(p))
         else:
             named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
             matches = [m for m in named if Path(m).suffix in SESSION_SUFFIXES]
@@ -74,6 +77,13 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
     if not found:
         raise InputError(inputs[0], "no session files here (expected .json or .jsonl files)")
     return list(found)
+
+
+def _tool_output(path: Path) -> bool:
+    """A file Claude Code moved a large tool result to: `<session>/tool-results/<id>.<ext>`
+    beside the `<session>.jsonl` transcript, which keeps the preview the model saw."""
+    folder = path.parent
+    return folder.name == "tool-results" and folder.parent.with_suffix(".jsonl").is_file()
 
 
 def _flag(path: str, wrapper: dict[str, Any], key: str, kind: type) -> Any:
@@ -192,11 +202,10 @@ def recorded_window(paths: Sequence[str]) -> tuple[int, str] | None:
     """The window of the first recorded model the route table knows, read from the session
     files in order (an agent's file names its model; a plain history file ends the search)."""
     for path in paths:
-        data = read_bytes(path)
-        agent = read_agent_file(display_name(path), data, None)
-        if agent is None:
+        found = read_agent(read_bytes(path), Path(path).stem)
+        if found is None:
             return None
-        for part in agent.read.parts:
+        for part in found[1].parts:  # a file with no conversation names no model: the next
             for call in part.calls:
                 window = model_window(call.model)
                 if window is not None and call.model is not None:

@@ -1,0 +1,235 @@
+"""Issue 47's readers against hostile files and a user's own folders: a line past the bound,
+values nested to the limit, a project folder's side files, and a folder reviewed serially,
+on a process pool and on Dask with the same answer. Linearity is shown by
+bench/read_sessions.py (its `shapes` ratios), never by a timed test here."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from histtrim.adapters import session_rows
+from histtrim.adapters.agent_sessions import AGENTS, detect, reader
+from histtrim.adapters.codex import read_session as read_codex
+from histtrim.adapters.pi import read_session as read_pi
+from histtrim.cli import main
+
+DATA = Path(__file__).parent / "data" / "agent_sessions"
+CLAUDE = DATA / "claude-code" / "vibe-claude-code.jsonl"
+CODEX = DATA / "codex" / "vibe-codex.jsonl"
+LINES = {
+    "claude-code": CLAUDE, "codex": CODEX, "gemini-cli": DATA / "gemini-cli" / "vibe-gemini.jsonl",
+    "pi": DATA / "pi" / "before-compaction-first-407.jsonl",
+}
+"""A JSON Lines fixture per format that writes JSON Lines."""
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("agent", sorted(LINES))
+def test_a_line_past_the_bound_is_counted_and_never_parsed(
+    agent: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line over `MAX_LINE_BYTES` (a 1 GB line in a real file; 4 kB here) is counted as
+    `over-long line`, in every reader's report, and never handed to the JSON parser."""
+    data = LINES[agent].read_bytes()
+    longest = max(len(line) for line in data.splitlines())
+    monkeypatch.setattr(session_rows, "MAX_LINE_BYTES", longest)
+    parsed: list[int] = []
+    real = session_rows.loads
+
+    def counting(text: bytes) -> object:
+        value = real(text)
+        if value is not None:  # a whole-document attempt fails at its second line
+            parsed.append(len(text))
+        return value
+
+    monkeypatch.setattr(session_rows, "loads", counting)
+    huge = b'{"type":"user","pad":"' + b"x" * longest + b'"}'
+    read = reader(agent)(data + huge + b"\n", "x")  # type: ignore[arg-type]
+    assert read.skipped.get("over-long line") == 1
+    assert max(parsed) <= longest
+    assert read.parts  # the rest of the file is read as before
+
+
+def test_lines_split_on_carriage_returns_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines are found one at a time, on `\\n`, `\\r\\n` or a bare `\\r` as before."""
+    data = CODEX.read_bytes()
+    assert read_codex(data.replace(b"\n", b"\r"), "x") == read_codex(data, "x")
+    assert read_codex(data.replace(b"\n", b"\r\n"), "x") == read_codex(data, "x")
+
+
+def _nested(depth: int) -> object:
+    value: object = "bottom"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def _deepest_claude_file(tmp_path: Path) -> Path:
+    """The fixture with one tool input nested as deep as the JSON parser reads."""
+    rows = [json.loads(line) for line in CLAUDE.read_bytes().splitlines()]
+    at = next(i for i, r in enumerate(rows) if r.get("type") == "assistant" and any(
+        b.get("type") == "tool_use" for b in r["message"]["content"]))
+    depth = 990
+    while depth > 0:
+        block = next(b for b in rows[at]["message"]["content"] if b.get("type") == "tool_use")
+        block["input"] = _nested(depth)
+        try:
+            line = json.dumps(rows[at])
+            json.loads(line)
+            break
+        except RecursionError:
+            depth -= 10
+    lines = [json.dumps(r) if i != at else line for i, r in enumerate(rows)]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("command", ["estimate", "trim", "review"])
+def test_a_value_nested_to_the_parsers_limit_is_one_line_or_an_answer(
+    command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """The deepest tool input the JSON parser reads reaches `estimate`, `trim` and `review`:
+    each answers, or stops with one line naming the file, exit 2; never a traceback."""
+    path = _deepest_claude_file(tmp_path)
+    extra = ["--workers", 1] if command == "review" else ["--budget", 10**6] if (
+        command == "trim") else []
+    if command == "trim":
+        extra += ["-o", tmp_path / "out.json"]
+    code, _, err = run(capsys, command, path, *extra)
+    assert code in (0, 2), err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1 and str(path) in err, err
+
+
+def _project(tmp_path: Path, sessions: int) -> Path:
+    """A Claude Code project folder: short sessions (the fixture's first 40 rows), one with
+    a side agent's file under `<session>/subagents/` and its large results under
+    `<session>/tool-results/` (one `.txt`, one `.json`), and a summary-only file that sorts
+    first."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    head = b"\n".join(CLAUDE.read_bytes().splitlines()[:40]) + b"\n"
+    for n in range(sessions):
+        (folder / f"s{n:02d}.jsonl").write_bytes(head)
+    (folder / "0-summary.jsonl").write_text(
+        '{"type":"summary","summary":"Go version fix","leafUuid":"u1"}\n')
+    side = folder / "s00" / "subagents"
+    side.mkdir(parents=True)
+    rows = [{**json.loads(line), "isSidechain": True, "agentId": "a1"}
+            for line in head.splitlines()]
+    (side / "agent-a1.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    results = folder / "s00" / "tool-results"
+    results.mkdir()
+    (results / "toolu_01.txt").write_text("a long listing\n" * 100)
+    (results / "toolu_02.json").write_text('{"rows": [1, 2, 3]}\n')
+    return folder
+
+
+def test_a_project_folder_reviews_with_its_side_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A summary-only file first no longer stops the window search, and the tool results
+    Claude Code moved aside are left out (said on stderr), not read as sessions."""
+    folder = _project(tmp_path, 2)
+    code, out, err = run(capsys, "review", folder, "--workers", 1)
+    assert code == 0, err
+    assert "skipped 1 files under Claude Code's tool-results folders" in err
+    assert "window: 200000 tokens, claude-sonnet-4-20250514's (the recorded model)" in out
+    assert "recorded usage (3 of 4 sessions" in out  # two sessions, the side agent, the summary
+
+
+def test_a_project_folder_reviews_alike_serially_on_two_workers_and_on_dask(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """Enough sessions for two batches: `--workers 2` runs a process pool, `--dask` a local
+    cluster; both print the serial table, recorded usage included, with no `--window`."""
+    distributed = pytest.importorskip("distributed", reason="the review extra is absent")
+    folder = _project(tmp_path, 26)
+    code, serial, err = run(capsys, "review", folder, "--workers", 1)
+    assert code == 0, err
+    assert re.search(r"^refused by the model \(overflow\) +0$", serial, re.MULTILINE)
+    assert "recorded usage (27 of 28 sessions" in serial
+    code, pooled, err = run(capsys, "review", folder, "--workers", 2)
+    assert code == 0, err
+    assert pooled == serial
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
+        code, on_dask, err = run(capsys, "review", folder, "--dask", cluster.scheduler_address)
+    assert code == 0, err
+    assert on_dask == serial
+
+
+def test_a_bad_file_in_a_folder_on_workers_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A file no reader knows, loaded in a worker, stops the review with one line naming
+    it (exit 2)."""
+    folder = _project(tmp_path, 26)
+    (folder / "zz.json").write_text('{"messages": [{"role": "narrator"}]}\n')
+    code, _, err = run(capsys, "review", folder, "--workers", 2)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 2  # the tool-results note, then the error
+    assert "zz.json" in err.strip().splitlines()[-1]
+
+
+def test_pi_results_find_their_calls_among_many() -> None:
+    """One Pi reply calling 3,000 tools, then their results in reverse order: every result
+    pairs (a set of waiting calls, not a scan of a list: see the bench's shapes)."""
+    n = 3000
+    lines = [{"type": "session", "version": 3, "id": "s", "cwd": "/w",
+              "timestamp": "2026-01-01T00:00:00Z"},
+             {"type": "message", "id": "u", "parentId": None,
+              "message": {"role": "user", "content": "go"}},
+             {"type": "message", "id": "a", "parentId": "u", "message": {
+                 "role": "assistant", "stopReason": "toolUse",
+                 "content": [{"type": "toolCall", "id": f"c{i}", "name": "ls",
+                              "arguments": {}} for i in range(n)]}}]
+    parent = "a"
+    for i in reversed(range(n)):
+        lines.append({"type": "message", "id": f"r{i}", "parentId": parent, "message": {
+            "role": "toolResult", "toolCallId": f"c{i}", "content": "ok"}})
+        parent = f"r{i}"
+    read = read_pi("\n".join(json.dumps(x) for x in lines).encode(), "x")
+    assert read.unpaired == 0
+    assert len(read.parts[0].records[2]["content"]) == n  # type: ignore[arg-type]
+
+
+def test_codex_streamed_text_is_joined_in_order() -> None:
+    """A Codex reply whose text comes in 5,000 message items is one assistant message,
+    its text in order (joined once at the end, not re-copied per item)."""
+    rows = [{"type": "session_meta", "payload": {"id": "s"}},
+            {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                  "content": [{"type": "input_text",
+                                                               "text": "go"}]}}]
+    rows += [{"type": "response_item", "payload": {
+        "type": "message", "role": "assistant",
+        "content": [{"type": "output_text", "text": f"{i},"}]}} for i in range(5000)]
+    read = read_codex("\n".join(json.dumps(r) for r in rows).encode(), "x")
+    assert read.parts[0].records[-1]["content"] == "".join(f"{i}," for i in range(5000))
+
+
+def test_every_fixture_is_told_from_its_content() -> None:
+    for agent in AGENTS:
+        for path in sorted((DATA / agent).glob("*.json*")):
+            assert detect(path.read_bytes()) == agent, path
+
+
+def test_copies_of_the_fixtures_read_the_same(tmp_path: Path) -> None:
+    """Reading never mutates what it was given (the bytes are read twice, equal answers)."""
+    for agent in AGENTS:
+        for path in sorted((DATA / agent).glob("*.json*")):
+            data = path.read_bytes()
+            assert reader(agent)(data, "x") == reader(agent)(bytes(data), "x")
+            shutil.copy(path, tmp_path / path.name)
