@@ -90,6 +90,8 @@ class _Context:
         """`pending` as a set: a result finds its call in constant time."""
         self.pending_at = 0
         self.answered: set[str] = set()
+        self.results: dict[str, object] | None = None
+        """The user message of tool results that the next result joins, while it is last."""
         self.replay = False
         """Adding what a compaction kept: its calls and faults were counted before."""
 
@@ -178,11 +180,12 @@ class _Context:
         if message.get("isError") is True:
             block["is_error"] = True
         last = self.records[-1] if self.records else None
-        if last is not None and last["role"] == "user" and _all_results(last["content"]):
+        if last is not None and last is self.results:
             assert isinstance(last["content"], list)
             last["content"].append(block)
         else:
-            self.records.append({"role": "user", "content": [block]})
+            self.results = {"role": "user", "content": [block]}
+            self.records.append(self.results)
 
     def finish(self) -> None:
         """At the end of the file a call may still wait for its result: the next request
@@ -197,11 +200,6 @@ class _Context:
             kept = [b for b in content if not (b.get("type") == "tool_use"
                                                and b.get("id") in missing_set)]
             last["content"] = kept or [{"type": "text", "text": ""}]
-
-
-def _all_results(content: object) -> bool:
-    return isinstance(content, list) and all(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def _blocks(content: object, listed: bool = False) -> Any:

@@ -22,7 +22,6 @@ from histtrim.cli.agentfiles import (
     AgentFile,
     main_part,
     read_agent,
-    read_agent_file,
     request_body,
 )
 from histtrim.cli.argtypes import count, file_path, positive
