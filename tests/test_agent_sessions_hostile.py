@@ -233,3 +233,82 @@ def test_copies_of_the_fixtures_read_the_same(tmp_path: Path) -> None:
             data = path.read_bytes()
             assert reader(agent)(data, "x") == reader(agent)(bytes(data), "x")
             shutil.copy(path, tmp_path / path.name)
+
+
+def _row(kind: str, uuid: str, parent: str | None, content: object, **extra: object) -> str:
+    message: dict[str, object] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"msg-{uuid}", model="claude-sonnet-4-5",
+                       usage={"input_tokens": 3, "cache_read_input_tokens": 100,
+                              "cache_creation_input_tokens": 7, "output_tokens": 9})
+    return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "isSidechain": False,
+                       "timestamp": "2026-05-01T10:00:00Z", "message": message, **extra})
+
+
+def _boundary(uuid: str) -> str:
+    return json.dumps({"type": "system", "subtype": "compact_boundary", "uuid": uuid,
+                       "parentUuid": None, "logicalParentUuid": "a1", "isSidechain": False,
+                       "content": "Conversation compacted", "compactMetadata": {
+                           "trigger": "manual", "preTokens": 120000}})
+
+
+def test_a_compact_boundary_starts_a_part_even_without_its_summary_row() -> None:
+    """`compact_boundary` (`parentUuid: null`) is where the new context starts: with the
+    `isCompactSummary` row after it, that row opens the part (one part, not two); without
+    it (a file cut there), the next prompt does."""
+    head = [_row("user", "u1", None, "fix the build"),
+            _row("assistant", "a1", "u1", [{"type": "text", "text": "done"}])]
+    summary = _row("user", "s1", "b1", "This session is being continued ... summary",
+                   isCompactSummary=True)
+    tail = [_row("user", "u2", "s1", "now the tests"),
+            _row("assistant", "a2", "u2", [{"type": "text", "text": "ok"}])]
+    from histtrim.adapters.claude_code import read_session as read_claude
+
+    with_summary = read_claude("\n".join([*head, _boundary("b1"), summary, *tail]).encode(), "x")
+    assert [p.kind for p in with_summary.parts] == ["session", "after-compaction"]
+    assert with_summary.parts[1].records[0]["content"] == (
+        "This session is being continued ... summary")
+    without = read_claude("\n".join([*head, _boundary("b1"), *tail]).encode(), "x")
+    assert [p.kind for p in without.parts] == ["session", "after-compaction"]
+    assert [r["role"] for r in without.parts[1].records] == ["user", "assistant"]
+    assert without.skipped["system"] == 1
+
+
+def test_a_persisted_output_preview_is_the_result_the_model_saw() -> None:
+    """Claude Code moves a large result to `<session>/tool-results/` and gives the model a
+    `<persisted-output>` preview: the reader keeps the preview, as written, as the result."""
+    preview = ("<persisted-output>\nOutput too large (257.8KB). Full output saved to: "
+               "/home/u/.claude/projects/p/s/tool-results/b1.txt\n\nPreview (first 2KB):\n"
+               "line 1\nline 2\n</persisted-output>")
+    rows = [_row("user", "u1", None, "list it"),
+            _row("assistant", "a1", "u1", [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                            "input": {"command": "ls -R"}}]),
+            _row("user", "r1", "a1", [{"type": "tool_result", "tool_use_id": "t1",
+                                       "content": preview}]),
+            _row("assistant", "a2", "r1", [{"type": "text", "text": "many files"}])]
+    from histtrim.adapters.claude_code import read_session as read_claude
+
+    read = read_claude("\n".join(rows).encode(), "x")
+    assert read.unpaired == 0
+    assert read.parts[0].records[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": preview}]
+
+
+def test_a_notification_row_is_a_prompt_the_model_answers() -> None:
+    """A `<task-notification>` user row (a background command finished) is sent to the model,
+    which answers it (the M-Claude transcripts show the reply reasoning about it): a user
+    message opening a turn, not a dropped row that would leave two replies back to back."""
+    notice = ("<task-notification>\n<task-id>b1</task-id>\n<status>failed</status>\n"
+              "<summary>Background command \"ssh\" failed with exit code 255</summary>\n"
+              "</task-notification>")
+    rows = [_row("user", "u1", None, "connect"),
+            _row("assistant", "a1", "u1", [{"type": "text", "text": "started"}]),
+            _row("user", "n1", "a1", notice),
+            _row("assistant", "a2", "n1", [{"type": "text", "text": "it failed"}])]
+    from histtrim.adapters.claude_code import read_session as read_claude
+
+    read = read_claude("\n".join(rows).encode(), "x")
+    assert [r["role"] for r in read.parts[0].records] == ["user", "assistant", "user",
+                                                          "assistant"]
+    assert read.parts[0].records[2]["content"] == notice
+    assert "notice" not in read.skipped

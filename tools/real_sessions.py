@@ -657,9 +657,10 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
 
 - Rows are read in file order. Only real prompts open turns: a user row is a prompt unless
   it is a side agent's (`isSidechain`), a meta row (`isMeta`), a slash command's echo or
-  output (`<command-name>`, `<local-command-stdout>`...), an interruption
-  (`[Request interrupted by user...]`), or a notification the client injected
-  (`<task-notification>`, `<bash-notification>`, `<system-reminder>`); those are dropped.
+  output (`<command-name>`, `<local-command-stdout>`...) or an interruption
+  (`[Request interrupted by user...]`); those are dropped. A notification the client injects
+  as a user row (`<task-notification>`, `<bash-notification>`, `<system-reminder>`) is a
+  prompt: Claude Code sends it and the model answers it.
   `/clear` ends the context and a compaction's summary (`isCompactSummary`) starts a new one
   (the summary is the new part's first user message).
 - Assistant rows are grouped by message id into one assistant message (text, tool-use and

@@ -3,8 +3,9 @@
 call's recorded usage.
 
 What each row is (`row_kind`): only real prompts open turns; the client's own rows (meta
-rows, slash commands and their output, interruptions, notifications it injects, its synthetic
-assistant rows) are left out and counted. Claude Code writes one assistant row per streamed
+rows, slash commands and their output, interruptions, its synthetic assistant rows) are left
+out and counted. A notification the client writes as a user row (`<task-notification>`,
+`<bash-notification>`, `<system-reminder>`) is sent to the model, which answers it: a prompt. Claude Code writes one assistant row per streamed
 block, each repeating the call's usage: the rows of one `message.id` are one assistant message
 and one call, whose output count is the last row's. `/clear` ends a context; a compaction
 (`isCompactSummary`, after a `compact_boundary` row) or a new root row (`parentUuid: null`)
@@ -38,7 +39,6 @@ def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
 
 _COMMAND = re.compile(r"^\s*<(command-name|command-message|local-command-stdout|"
                       r"local-command-stderr|local-command-caveat|command-args)>")
-_NOTICE = re.compile(r"^\s*<(task-notification|bash-notification|system-reminder)>")
 _CAVEAT = re.compile(r"^\s*(Caveat:|<local-command-caveat>)")
 _INTERRUPT = re.compile(r"^\[Request interrupted by user")
 _CLEAR = re.compile(r"^\s*<command-name>/clear</command-name>")
@@ -68,9 +68,10 @@ def row_kind(row: dict[str, Any]) -> str:
     """What a transcript row is: `prompt` (a real prompt, which opens a turn), `assistant`,
     `results` (tool results), `clear` (`/clear`: the context starts over), `compact` (the
     summary a compaction starts the new context with), or why it is dropped: `side-agent`,
-    `meta`, `command` (a slash command's echo or output), `interruption`, `notice` (a
-    notification the client injected), `synthetic` (the client's own assistant text, such as
-    an API error), `empty`, or the row's own type (system, summary, snapshots...)."""
+    `meta`, `command` (a slash command's echo or output), `interruption`, `synthetic` (the
+    client's own assistant text, such as an API error), `empty`, or the row's own type
+    (system, summary, snapshots...). A notification the client injects as a user row
+    (`<task-notification>`, `<system-reminder>`...) is a prompt: the model reads it."""
     kind = row.get("type")
     if row.get("isSidechain"):
         return "side-agent"
@@ -98,8 +99,6 @@ def row_kind(row: dict[str, Any]) -> str:
         return "command"
     if _INTERRUPT.match(text):
         return "interruption"
-    if _NOTICE.match(text):
-        return "notice"
     if not text.strip() and not (isinstance(content, list) and content):
         return "empty"
     return "prompt"
@@ -165,7 +164,14 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
         part = parts[-1]
         new_root = (row.get("parentUuid", "") is None and kind in ("prompt", "compact")
                     and part.messages)
-        if kind in ("clear", "compact") or new_root:
+        if kind == "system" and row.get("subtype") == "compact_boundary" and part.messages:
+            parts.append(Part("after-compaction"))  # the summary row, if any, opens it
+            last_id, results_open = None, False
+            count(dropped, "system")
+            continue
+        if kind == "compact" and part.kind == "after-compaction" and not part.messages:
+            new_root = False  # the boundary row started this part
+        elif kind in ("clear", "compact") or new_root:
             next_kind: PartKind = ("after-clear" if kind == "clear" else
                                    "after-compaction" if kind == "compact" else "session")
             parts.append(Part(next_kind))
