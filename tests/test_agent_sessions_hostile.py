@@ -312,3 +312,33 @@ def test_a_notification_row_is_a_prompt_the_model_answers() -> None:
                                                           "assistant"]
     assert read.parts[0].records[2]["content"] == notice
     assert "notice" not in read.skipped
+
+
+@pytest.mark.parametrize("command", ["estimate", "trim", "review"])
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_lone_surrogate_is_one_line_naming_the_message_and_field(
+    agent: str, command: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """JSON's `\\ud800` escape parses (a tool output cut inside an emoji writes one), but no
+    UTF-8 request can hold it: one line naming the file, message and field, exit 2 (it was
+    a UnicodeEncodeError traceback from `estimate` and `trim`)."""
+    if agent == "claude-code":
+        text = "\n".join([
+            _row("user", "u1", None, "hi \\ud800 there"),
+            _row("assistant", "a1", "u1", [{"type": "text", "text": "ok"}])])
+    else:
+        text = "\n".join(json.dumps(r) for r in [
+            {"type": "session_meta", "payload": {"id": "s"}},
+            {"type": "response_item", "payload": {"type": "message", "role": "user",
+                                                  "content": "hi \\ud800 there"}},
+            {"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                                                  "content": "ok"}}])
+    path = tmp_path / "lone.jsonl"
+    path.write_text(text.replace("\\\\ud800", "\\ud800") + "\n")
+    extra = {"estimate": [], "trim": ["--budget", 100, "-o", tmp_path / "o.json"],
+             "review": ["--workers", 1]}
+    code, _, err = run(capsys, command, path, *extra[command])
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"histtrim: error: {path}: field 'message 1.content': a lone surrogate ('\\ud800') "
+        "is not Unicode text"]

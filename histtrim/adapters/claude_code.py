@@ -5,12 +5,13 @@ call's recorded usage.
 What each row is (`row_kind`): only real prompts open turns; the client's own rows (meta
 rows, slash commands and their output, interruptions, its synthetic assistant rows) are left
 out and counted. A notification the client writes as a user row (`<task-notification>`,
-`<bash-notification>`, `<system-reminder>`) is sent to the model, which answers it: a prompt. Claude Code writes one assistant row per streamed
-block, each repeating the call's usage: the rows of one `message.id` are one assistant message
-and one call, whose output count is the last row's. `/clear` ends a context; a compaction
-(`isCompactSummary`, after a `compact_boundary` row) or a new root row (`parentUuid: null`)
-starts another; side agents' rows (`isSidechain`) are their own parts. Thinking blocks are left
-out (histtrim's rows carry no reasoning). A large tool result is what the model saw: the short
+`<bash-notification>`, `<system-reminder>`) is sent to the model, which answers it: a
+prompt. Claude Code writes one assistant row per streamed block, each repeating the call's
+usage: the rows of one `message.id` are one assistant message and one call, whose output
+count is the last row's. `/clear` ends a context; a compaction (a `compact_boundary` row,
+then the `isCompactSummary` row) or a new root row (`parentUuid: null`) starts another; side
+agents' rows (`isSidechain`) are their own parts. Thinking blocks are left out (histtrim's
+rows carry no reasoning). A large tool result is what the model saw: the short
 `<persisted-output>` preview Claude Code wrote in the transcript, kept as written."""
 
 from __future__ import annotations

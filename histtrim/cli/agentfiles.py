@@ -18,6 +18,7 @@ from histtrim.adapters.agent_sessions import (
     reader,
 )
 from histtrim.cli.errors import InputError
+from histtrim.cli.jsontext import check_value
 
 AGENT_NAMES: dict[AgentFormat, str] = {
     "claude-code": "Claude Code", "codex": "Codex CLI", "gemini-cli": "Gemini CLI",
@@ -87,6 +88,18 @@ def request_body(part: SessionPart) -> bytes:
     return f'{head}"messages": [\n{lines}\n]}}\n'.encode()
 
 
+def checked_body(source: str, part: SessionPart) -> bytes:
+    """`request_body`, once every string of the part is text UTF-8 can write: a lone
+    surrogate (JSON's `\\ud800` escape, which the readers accept) is one error naming the
+    message and field, never a traceback."""
+    for i, record in enumerate(part.records):
+        check_value(source, record, line=None, field=f"message {i + 1}")
+    check_value(source, part.system, line=None, field="system")
+    for call in part.calls:
+        check_value(source, call.model, line=None, field=f"message {call.record + 1}.model")
+    return request_body(part)
+
+
 def read_agent(data: bytes, name: str) -> tuple[AgentFormat, SessionRead] | None:
     """The agent format the file's content shows and its reader's answer, or None."""
     agent = detect(data)
@@ -110,7 +123,7 @@ def read_agent_file(
     if part is None:
         raise InputError(source, f"a {AGENT_NAMES[agent]} session with no conversation "
                          f"(rows skipped: {sum(read.skipped.values())})")
-    return AgentFile(agent, read, part, request_body(part))
+    return AgentFile(agent, read, part, checked_body(source, part))
 
 
 def last_call(part: SessionPart) -> RecordedCall | None:

@@ -20,9 +20,9 @@ from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.adapters.tokenizers import INSTALL_HINT, tokenizers_available
 from histtrim.cli.agentfiles import (
     AgentFile,
+    checked_body,
     main_part,
     read_agent,
-    request_body,
 )
 from histtrim.cli.argtypes import count, file_path, positive
 from histtrim.cli.configs import load_config
@@ -177,7 +177,7 @@ def agent_session(path: str, data: bytes) -> ReviewSession | None:
     part = main_part(found[1], longest=True)
     if part is None:  # a summary-only file, as a project folder holds: nothing to replay
         return ReviewSession(name=Path(path).stem, turns=())
-    agent = AgentFile(*found, part, request_body(part))
+    agent = AgentFile(*found, part, checked_body(display_name(path), part))
     if agent.format == "anthropic":
         items, _ = _anthropic_session(path, agent.body)
     else:
