@@ -115,8 +115,8 @@ def test_a_value_nested_to_the_parsers_limit_is_one_line_or_an_answer(
 def _project(tmp_path: Path, sessions: int) -> Path:
     """A Claude Code project folder: short sessions (the fixture's first 40 rows), one with
     a side agent's file under `<session>/subagents/` and its large results under
-    `<session>/tool-results/` (one `.txt`, one `.json`), and a summary-only file that sorts
-    first."""
+    `<session>/tool-results/` (one `.txt`, one `.json`), its description
+    `subagents/agent-a1.meta.json`, and a summary-only file that sorts first."""
     folder = tmp_path / "project"
     folder.mkdir()
     head = b"\n".join(CLAUDE.read_bytes().splitlines()[:40]) + b"\n"
@@ -129,6 +129,8 @@ def _project(tmp_path: Path, sessions: int) -> Path:
     rows = [{**json.loads(line), "isSidechain": True, "agentId": "a1"}
             for line in head.splitlines()]
     (side / "agent-a1.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (side / "agent-a1.meta.json").write_text(
+        '{"agentType": "Explore", "description": "Map endpoints", "spawnDepth": 1}\n')
     results = folder / "s00" / "tool-results"
     results.mkdir()
     (results / "toolu_01.txt").write_text("a long listing\n" * 100)
@@ -140,11 +142,12 @@ def test_a_project_folder_reviews_with_its_side_files(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
     """A summary-only file first no longer stops the window search, and the tool results
-    Claude Code moved aside are left out (said on stderr), not read as sessions."""
+    Claude Code moved aside and its side agents' `.meta.json` descriptions are left out
+    (said on stderr), not read as sessions."""
     folder = _project(tmp_path, 2)
     code, out, err = run(capsys, "review", folder, "--workers", 1)
     assert code == 0, err
-    assert "skipped 1 files under Claude Code's tool-results folders" in err
+    assert "skipped 2 files Claude Code keeps beside its transcripts" in err
     assert "window: 200000 tokens, claude-sonnet-4-20250514's (the recorded model)" in out
     assert "recorded usage (3 of 4 sessions" in out  # two sessions, the side agent, the summary
 

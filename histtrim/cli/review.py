@@ -60,8 +60,9 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
             files = [p for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES]
             outputs = [p for p in files if _tool_output(p)]
             if outputs:
-                say(f"histtrim: skipped {len(outputs)} files under Claude Code's "
-                    f"tool-results folders in {given}: tool output, not sessions", err=True)
+                say(f"histtrim: skipped {len(outputs)} files Claude Code keeps beside its "
+                    f"transcripts in {given} (tool-results/, subagents/*.meta.json): not "
+                    "sessions", err=True)
             matches = sorted(str(p) for p in files if not _tool_output(p))
         else:
             named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
@@ -79,10 +80,15 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
 
 
 def _tool_output(path: Path) -> bool:
-    """A file Claude Code moved a large tool result to: `<session>/tool-results/<id>.<ext>`
-    beside the `<session>.jsonl` transcript, which keeps the preview the model saw."""
+    """A file Claude Code keeps beside a `<session>.jsonl` transcript that is no session: a
+    large tool result it moved to `<session>/tool-results/<id>.<ext>` (the transcript keeps
+    the preview the model saw), or a side agent's description,
+    `<session>/subagents/agent-<id>.meta.json` (its transcript is the `.jsonl` beside it)."""
     folder = path.parent
-    return folder.name == "tool-results" and folder.parent.with_suffix(".jsonl").is_file()
+    if folder.name == "tool-results":
+        return folder.parent.with_suffix(".jsonl").is_file()
+    return (folder.name == "subagents" and path.name.endswith(".meta.json")
+            and folder.parent.with_suffix(".jsonl").is_file())
 
 
 def _flag(path: str, wrapper: dict[str, Any], key: str, kind: type) -> Any:
