@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_sessions import MINI_COMMIT, MINI_REPO, git, transcript_rows
+from real_sessions import MINI_COMMIT, MINI_REPO, git
+
+from histtrim.adapters.claude_code import rows_of
 
 _ROW = re.compile(r"^\| `([^`]+)\.jsonl` \|(.*)$")
 _FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -61,9 +63,9 @@ def claude_times(corpus: Path, mirror: Path) -> dict[str, list[list[Any] | None]
     for stem in sorted(blobs):
         first: dict[str, float] = {}
         last: dict[str, dict[str, Any]] = {}
-        for repo, path, blob in blobs[stem]:
+        for repo, _path, blob in blobs[stem]:
             gitdir = str(mirror / repo.replace("/", "+") / "repo")
-            rows, _ = transcript_rows(git(gitdir, "cat-file", "-p", blob), path)
+            rows, _ = rows_of(git(gitdir, "cat-file", "-p", blob))
             for row in rows:
                 message = row.get("message")
                 stamp = row.get("timestamp")
