@@ -5,8 +5,8 @@ records repeated until the file holds about `--bytes`), plus any folder named wi
 parse's (`json.loads` of the document, or of each line) and their ratio, per format. Then
 each fixture with its records repeated 4x and 16x (fresh ids), and hostile shapes (one reply
 streamed in many items, many calls in one reply, a message id repeated, many rewinds or
-condensations, many tiny lines) at n and 4n: linear reading costs about 4x per 4x, a
-quadratic one 16x.
+condensations, many side agents, many tiny lines) at n and 4n: linear reading costs about
+4x per 4x, a quadratic one 16x.
 
     python bench/read_sessions.py [--bytes 4000000] [--runs 5] [--dir NAME=DIR] [--quick]
 """
@@ -154,6 +154,20 @@ def _claude_repeated_id(n: int) -> bytes:
     return _lines(rows)
 
 
+def _claude_side_agents(n: int) -> bytes:
+    """`n` side agents of one prompt and one reply each, after one main-line exchange."""
+    def row(kind: str, uuid: str, side: str | None, content: Any) -> dict[str, Any]:
+        message = {"role": kind, "content": content, "id": f"m{uuid}",
+                   "usage": {"input_tokens": 5, "output_tokens": 1}}
+        return {"type": kind, "uuid": uuid, "parentUuid": None, "isSidechain": bool(side),
+                "agentId": side, "message": message}
+    rows = [row("user", "u", None, "go"), row("assistant", "a", None, "ok")]
+    for i in range(n):
+        rows += [row("user", f"u{i}", f"agent{i}", "look"),
+                 row("assistant", f"a{i}", f"agent{i}", [{"type": "text", "text": "seen"}])]
+    return _lines(rows)
+
+
 def _gemini_rewinds(n: int) -> bytes:
     """`n` exchanges, each rewound away after it is written."""
     rows: list[Any] = [{"sessionId": "s", "projectHash": "h"}]
@@ -176,6 +190,7 @@ SHAPES: dict[str, tuple[AgentFormat, Callable[[int], bytes]]] = {
     "pi many calls": ("pi", _pi_calls),
     "openhands condense": ("openhands", _openhands_condensations),
     "claude repeated id": ("claude-code", _claude_repeated_id),
+    "claude side agents": ("claude-code", _claude_side_agents),
     "gemini rewinds": ("gemini-cli", _gemini_rewinds),
     "codex tiny lines": ("codex", _tiny_lines),
 }
