@@ -338,10 +338,11 @@ class Agent:
         last, self._last_request = self._last_request, now
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
-        elif budget > 0 and cold.is_cold(now, last):  # CACHE-2: cut deep while it costs nothing
-            cut = cold.cut_tokens(budget)
-            fit = cold.fit(self.policy.token_trim_target) / cold.cut_from
-            self._visible_trim(budget_tokens=cut, token_target=min(fit, Fraction(1)), cold=True)
+            return
+        deep = cold.cold_trim(budget, self.policy.token_trim_target, now, last)
+        if deep is not None:  # CACHE-2: cut deep while it costs nothing
+            self._visible_trim(
+                budget_tokens=deep.budget_tokens, token_target=deep.token_target, cold=True)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
         """After a reply, with the reply recorded (USAGE-1..6, the reference's
