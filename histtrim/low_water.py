@@ -22,7 +22,7 @@ from histtrim._checks import non_negative
 from histtrim.counting import Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
-from histtrim.policy import ColdTrim, Policy, low_water_tokens, low_water_turns
+from histtrim.policy import ColdCuts, Policy, low_water_tokens, low_water_turns
 from histtrim.trim import prefix_sums
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
@@ -40,16 +40,6 @@ class Replay:
     reason: TrimReason | None
     cold: bool = False
     """CACHE-3: the last move of the cut was a cold request's (`ColdCuts`)."""
-
-
-class ColdCuts(NamedTuple):
-    """CACHE-2 in a replay: the requests (their `end` rows) made with the prompt cache cold,
-    as the caller's clock found them, and the trim each makes (`ColdCache.cold_trim`): a
-    cold request whose rows are over `trim.budget_tokens` moves the cut to its low-water
-    mark, and the cut is then held."""
-
-    ends: frozenset[int]
-    trim: ColdTrim
 
 
 def holds_cut(targets: Policy) -> bool:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -168,7 +168,8 @@ class ColdCache(BaseModel):
         if budget <= 0 or not self.is_cold(now, last):
             return None
         share = self.fit(token_trim_target)
-        return ColdTrim(self.cut_tokens(budget), min(share / self.cut_from, Fraction(1)), share)
+        return ColdTrim(self.cut_tokens(budget), min(share / self.cut_from, Fraction(1)), share,
+                        self.cut_from)
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,19 @@ class ColdTrim:
     budget_tokens: int
     token_target: Fraction
     share: Fraction
+    cut_from: Fraction
+    """A clear's trigger is pulled in by the same share (CTX-6..9 on a cold request)."""
+
+
+class ColdCuts(NamedTuple):
+    """CACHE-2 in a replay: the requests (their `end` rows) made with the prompt cache cold,
+    as the caller's clock found them, and the trim each makes (`ColdCache.cold_trim`): a
+    cold request whose rows are over `trim.budget_tokens` moves the cut to its low-water
+    mark, and a clear policy clears in one batch (`histtrim.tool_context`); both are then
+    held."""
+
+    ends: frozenset[int]
+    trim: ColdTrim
 
 
 class Policy(BaseModel):

@@ -15,7 +15,7 @@ import pytest
 
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
-from histtrim.policy import ColdCache, Policy
+from histtrim.policy import ColdCache, Policy, ToolContext
 
 COLD = Policy(token_trim_target=Fraction(7, 10),
               cold_cache=ColdCache(lifetime=300, cut_from=Fraction(3, 4)))
@@ -24,9 +24,6 @@ BUDGET = 2_400
 SYSTEM = "You are terse."
 IDLE_FROM = 7
 """From this turn on, the user comes back after 1,000 idle seconds (the cache is cold)."""
-
-Run = Callable[[Policy, "Callable[[], float] | None", list[HistoryTrimmed]],
-               list[list[ChatMessage]]]
 
 
 def question(i: int) -> str:
@@ -52,8 +49,10 @@ def clock(idle: bool) -> Callable[[], float]:
     return now
 
 
-def langchain_run(policy: Policy, clock: Callable[[], float] | None,
-                  events: list[HistoryTrimmed]) -> list[list[ChatMessage]]:
+def langchain_run(
+        policy: Policy, clock: Callable[[], float] | None,
+        events: list[HistoryTrimmed], budget: int = BUDGET,
+) -> list[list[ChatMessage]]:
     pytest.importorskip("langchain.agents")
     from langchain.agents import create_agent
     from langchain_core.language_models import GenericFakeChatModel
@@ -79,7 +78,7 @@ def langchain_run(policy: Policy, clock: Callable[[], float] | None,
         """The weather in a city."""
         return weather(city)
 
-    middleware = HisttrimMiddleware(budget_tokens=BUDGET, policy=policy, clock=clock,
+    middleware = HisttrimMiddleware(budget_tokens=budget, policy=policy, clock=clock,
                                     on_trim=events.append)
     messages: list[BaseMessage] = []
     sent: list[list[ChatMessage]] = []
@@ -98,8 +97,10 @@ def langchain_run(policy: Policy, clock: Callable[[], float] | None,
     return sent
 
 
-def pydantic_ai_run(policy: Policy, clock: Callable[[], float] | None,
-                    events: list[HistoryTrimmed]) -> list[list[ChatMessage]]:
+def pydantic_ai_run(
+        policy: Policy, clock: Callable[[], float] | None,
+        events: list[HistoryTrimmed], budget: int = BUDGET,
+) -> list[list[ChatMessage]]:
     pytest.importorskip("pydantic_ai")
     from pydantic_ai import Agent
     from pydantic_ai.messages import (
@@ -123,7 +124,7 @@ def pydantic_ai_run(policy: Policy, clock: Callable[[], float] | None,
         return ModelResponse(parts=[ToolCallPart("get_weather", {"city": f"C{turn}"},
                                                  tool_call_id=f"call_{turn}")])
 
-    capability = HisttrimCapability(budget_tokens=BUDGET, policy=policy, clock=clock,
+    capability = HisttrimCapability(budget_tokens=budget, policy=policy, clock=clock,
                                     on_trim=events.append)
     agent = Agent(FunctionModel(model), system_prompt=SYSTEM, capabilities=[capability])
 
@@ -138,8 +139,10 @@ def pydantic_ai_run(policy: Policy, clock: Callable[[], float] | None,
     return [to_rows(request)[1] for request in seen]
 
 
-def openai_agents_run(policy: Policy, clock: Callable[[], float] | None,
-                      events: list[HistoryTrimmed]) -> list[list[ChatMessage]]:
+def openai_agents_run(
+        policy: Policy, clock: Callable[[], float] | None,
+        events: list[HistoryTrimmed], budget: int = BUDGET,
+) -> list[list[ChatMessage]]:
     pytest.importorskip("agents")
     from agents import Agent, RunConfig, function_tool
     from agents.testing import ScriptedModel, assistant_message, function_call
@@ -155,7 +158,7 @@ def openai_agents_run(policy: Policy, clock: Callable[[], float] | None,
         """The weather in a city."""
         return weather(city)
 
-    trimming = HisttrimInputFilter(budget_tokens=BUDGET, policy=policy, clock=clock,
+    trimming = HisttrimInputFilter(budget_tokens=budget, policy=policy, clock=clock,
                                    on_trim=events.append)
     system = [ChatMessage.system(SYSTEM)]
     items: list[Any] = []
@@ -220,3 +223,29 @@ def test_a_clock_is_a_callable_and_a_failing_clock_is_no_time() -> None:
         Trimmer(budget_tokens=100, clock=3.0)  # type: ignore[arg-type]
     broken = Trimmer(budget_tokens=100, policy=COLD, clock=lambda: float("nan"))
     assert broken._now() is None  # logged; the cache is never cold then
+
+
+CLEAR = COLD.model_copy(update={"tool_context": ToolContext(
+    mode="clear", keep=1, trigger_tokens=1_600, hold=True, clear_to=Fraction(1, 2),
+    clear_at_least=0)})
+
+
+def cleared(request: list[ChatMessage]) -> int:
+    return sum("[cleared]" in row.content for row in request)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_a_cold_request_clears_in_one_batch_and_the_clear_is_held(name: str) -> None:
+    run = RUNS[name]
+    warm_events: list[HistoryTrimmed] = []
+    events: list[HistoryTrimmed] = []
+    warm = run(CLEAR, clock(idle=False), warm_events, 100_000)
+    cold = run(CLEAR, clock(idle=True), events, 100_000)
+    assert not warm_events and not events  # no whole turn dropped: only the clear acts
+    first_warm = next(k for k, rows in enumerate(warm) if cleared(rows))
+    first_cold = next(k for k, rows in enumerate(cold) if cleared(rows))
+    # the cold request (a turn's first after the idle gap) clears before the trigger
+    # forces it, several results at once; the next request extends it row for row
+    assert first_cold < first_warm and first_cold % 2 == 0 and first_cold >= 2 * IDLE_FROM
+    assert cleared(cold[first_cold]) >= 2
+    assert extends(cold[first_cold + 1], cold[first_cold])

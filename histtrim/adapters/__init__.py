@@ -14,7 +14,6 @@ from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import (
-    ColdCuts,
     Replay,
     holds_cut,
     plan_held_trim,
@@ -22,7 +21,7 @@ from histtrim.low_water import (
     two_prices,
 )
 from histtrim.messages import ChatMessage, chat_rows
-from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,

@@ -23,10 +23,10 @@ from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import ColdCuts, Replay, request_points
+from histtrim.low_water import Replay, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
@@ -736,29 +736,34 @@ class Trimmer:
                        list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
-        return self._edited(done, rewrite, budget)
+        return self._edited(done, rewrite, budget, _cold_rows(seen, offset, plan.positions))
 
-    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0) -> Trimmed[U]:
+    def _edited(
+        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0,
+        cold: ColdCuts | None = None,
+    ) -> Trimmed[U]:
         """The request the policy's tool context sends (CTX-1..9), made from the kept rows
         alone (so the same history gives the same request): an unchanged unit is the
         framework's own object, a changed one is written by `rewrite`. The estimate of what
         is sent (`tokens`) is the edited rows'; `positions` are dropped (the units are no
         longer the history's own, position for position). A request still over `budget`
-        is fitted to it (CTX-10); the last event then reports the tokens sent."""
+        is fitted to it (CTX-10); the last event then reports the tokens sent. `cold`: the
+        conversation's cold requests in the kept rows, where the clear batches (CACHE-2)."""
         if not self._clearing.acquire(blocking=False):  # another thread's edit: no memo
-            return self._edit(done, rewrite, budget, None)
+            return self._edit(done, rewrite, budget, None, cold)
         try:
-            return self._edit(done, rewrite, budget, self._clear)
+            return self._edit(done, rewrite, budget, self._clear, cold)
         finally:
             self._clearing.release()
 
     def _edit(
-        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int, memo: ClearMemo | None
+        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int, memo: ClearMemo | None,
+        cold: ColdCuts | None = None,
     ) -> Trimmed[U]:
         """`_edited`, resumed from `memo` (the last request, when this one extends it)."""
         edit = edit_tool_context(
             done.rows, self.policy, crumb_present=done.crumb_present,
-            token_counter=self.token_counter, budget_tokens=budget, memo=memo,
+            token_counter=self.token_counter, budget_tokens=budget, memo=memo, cold=cold,
         )
         last = None
         if memo is not None:
@@ -851,6 +856,18 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _cold_rows(seen: Seen | None, offset: int, positions: Sequence[int]) -> ColdCuts | None:
+    """A conversation's cold requests (CACHE-2) as ends of the rows a trim kept (`positions`
+    of the units it was given, `offset` of them before the history): the requests whose
+    last row was kept."""
+    if seen is None or seen.cold is None:
+        return None
+    where = {p: j for j, p in enumerate(positions) if p >= 0}
+    ends = frozenset(where[e + offset - 1] + 1 for e in seen.cold.ends
+                     if e + offset - 1 in where)
+    return ColdCuts(ends, seen.cold.trim) if ends else None
 
 
 def _refuse(errors: Sequence[PairingProblem], rows: Sequence[ChatMessage]) -> None:
