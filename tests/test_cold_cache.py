@@ -190,6 +190,13 @@ def test_the_shipped_policy_file_is_the_chapters_policy() -> None:
                           / "cold-cache.toml")
     assert shipped == cold_cache_policy(300)
     assert shipped.changes()["cold_cache.lifetime"] == "0 -> 300"
+    with_clear = Policy.load(shipped_dir() / "cold-cache-clear.toml")
+    held = Policy.load(shipped_dir() / "clear-anthropic-held.toml")
+    assert with_clear == shipped.model_copy(update={"tool_context": held.tool_context})
+
+
+def shipped_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "examples" / "policies"
 
 
 def test_the_review_command_reads_the_recorded_times(
