@@ -165,7 +165,11 @@ class ColdCache(BaseModel):
         trim a request at `now` after one at `last` makes when the cache is cold, or None
         (warm, off, no time known, or no budget). The caller runs it only when its history is
         over `budget_tokens` and the budget alone does not force a cut."""
-        if budget <= 0 or not self.is_cold(now, last):
+        return self.trim(budget, token_trim_target) if self.is_cold(now, last) else None
+
+    def trim(self, budget: int, token_trim_target: Fraction) -> ColdTrim | None:
+        """CACHE-2: the cut of a request known to be cold (None: off, or no budget)."""
+        if budget <= 0 or not self.lifetime:
             return None
         share = self.fit(token_trim_target)
         return ColdTrim(self.cut_tokens(budget), min(share / self.cut_from, Fraction(1)), share,

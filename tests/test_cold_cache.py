@@ -281,3 +281,42 @@ def test_a_cold_request_clears_old_tool_results_in_one_batch_and_holds_it() -> N
     # held: the next request extends it row for row (a byte-stable prefix)
     after = cold[first_cold + 1]
     assert after[: len(cold[first_cold])] == cold[first_cold]
+
+
+VIBE = Path(__file__).resolve().parent / "data" / "agent_sessions" / "claude-code" / (
+    "vibe-claude-code.jsonl")
+
+
+def test_trim_reads_an_agents_recorded_times_and_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the Claude Code fixture's 19th call came 376 s after the 18th: its request (the rows
+    # before record 38) found the cache cold; `--now` is when the next request is made,
+    # by default the last call's time (warm)
+    from datetime import UTC, datetime
+
+    from histtrim.cli import main
+    from histtrim.cli.agentfiles import cold_requests, read_agent_file
+
+    agent = read_agent_file(str(VIBE), VIBE.read_bytes(), None)
+    assert agent is not None
+    assert cold_requests(agent, ColdCache(lifetime=300), None) == (frozenset({38}), False)
+    assert cold_requests(agent, ColdCache(lifetime=400), None) == (frozenset(), False)
+    last = agent.part.calls[-1].timestamp
+    assert last is not None
+    assert cold_requests(agent, ColdCache(lifetime=300), last + 301) == (
+        frozenset({38}), True)
+
+    policy = str(shipped_dir() / "cold-cache.toml")
+    common = ["trim", str(VIBE), "--policy", policy, "--budget", "50000", "--ignore-usage",
+              "-o", str(tmp_path / "out.json")]
+    assert main(common) == 0  # warm: 42,208 tokens fit the budget, nothing is cut
+    assert "nothing to trim" in capsys.readouterr().err
+    later = datetime.fromtimestamp(last + 600, UTC).isoformat()
+    assert main([*common, "--now", later]) == 0  # cold: over 3/4 of the budget, cut now
+    err = capsys.readouterr().err
+    event = json.loads(err.splitlines()[0])
+    assert event["cold_cache"] is True and event["target"] == "7/10"
+    assert event["tokens_after"] <= 35_000 < event["tokens_before"]
+    assert main([*common, "--now", "tomorrow"]) != 0
+    assert "argument --now: expected an ISO 8601 time" in capsys.readouterr().err
