@@ -236,6 +236,7 @@ class Agent:
 
     def _turn(self, text: str) -> TurnOutcome:
         self.turn_id += 1
+        self._cold = None  # the new request's clock is read before it is sent
         first_call, first_event = len(self.calls), len(self.events)
         self._store.record(ChatMessage.user(text))
         self._apply_turn_limit()
