@@ -249,3 +249,14 @@ def test_a_cold_request_clears_in_one_batch_and_the_clear_is_held(name: str) -> 
     assert first_cold < first_warm and first_cold % 2 == 0 and first_cold >= 2 * IDLE_FROM
     assert cleared(cold[first_cold]) >= 2
     assert extends(cold[first_cold + 1], cold[first_cold])
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_with_the_cut_and_the_clear_the_prefix_moves_only_on_cold_requests(name: str) -> None:
+    # the cold cut and the cold clear together (a 2,400-token budget): every request that
+    # does not extend the one before is a cold one (a turn's first after the idle gap)
+    events: list[HistoryTrimmed] = []
+    sent = RUNS[name](CLEAR, clock(idle=True), events, BUDGET)
+    moved = [k for k in range(1, len(sent)) if not extends(sent[k], sent[k - 1])]
+    assert moved and all(k % 2 == 0 and k >= 2 * IDLE_FROM for k in moved)
+    assert any(cleared(rows) for rows in sent) and any(e.cold_cache for e in events)

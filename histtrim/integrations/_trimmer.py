@@ -736,7 +736,8 @@ class Trimmer:
                        list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
-        return self._edited(done, rewrite, budget, _cold_rows(seen, offset, plan.positions))
+        cold = _cold_rows(seen, offset, plan.positions, len(priced))
+        return self._edited(done, rewrite, budget, cold)
 
     def _edited(
         self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0,
@@ -858,15 +859,30 @@ class Trimmer:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
 
 
-def _cold_rows(seen: Seen | None, offset: int, positions: Sequence[int]) -> ColdCuts | None:
+def _cold_rows(
+    seen: Seen | None, offset: int, positions: Sequence[int], size: int
+) -> ColdCuts | None:
     """A conversation's cold requests (CACHE-2) as ends of the rows a trim kept (`positions`
-    of the units it was given, `offset` of them before the history): the requests whose
-    last row was kept."""
+    of the `size` units it was given, `offset` of them before the history): the requests
+    whose last row was kept. O(cold requests) on a whole-turn cut's shape."""
     if seen is None or seen.cold is None:
         return None
-    where = {p: j for j, p in enumerate(positions) if p >= 0}
-    ends = frozenset(where[e + offset - 1] + 1 for e in seen.cold.ends
-                     if e + offset - 1 in where)
+    lead = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    start = kept_tail(positions, size)
+    where: dict[int, int] | None = None
+
+    def at(p: int) -> int | None:
+        nonlocal where
+        if p < lead:
+            return p
+        if start is not None:
+            return len(positions) - (size - p) if start <= p < size else None
+        if where is None:  # not a whole-turn cut's shape: every position, once
+            where = {q: j for j, q in enumerate(positions) if q >= 0}
+        return where.get(p)
+
+    ends = frozenset(j + 1 for e in seen.cold.ends
+                     if (j := at(e + offset - 1)) is not None)
     return ColdCuts(ends, seen.cold.trim) if ends else None
 
 
