@@ -22,7 +22,7 @@ from histtrim._checks import non_negative
 from histtrim.counting import Pricing
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
-from histtrim.policy import Policy, low_water_tokens, low_water_turns
+from histtrim.policy import ColdCuts, Policy, low_water_tokens, low_water_turns
 from histtrim.trim import prefix_sums
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim
@@ -38,6 +38,8 @@ class Replay:
     first: int
     turns: int
     reason: TrimReason | None
+    cold: bool = False
+    """CACHE-3: the last move of the cut was a cold request's (`ColdCuts`)."""
 
 
 def holds_cut(targets: Policy) -> bool:
@@ -86,6 +88,8 @@ class HeldRequest(NamedTuple):
     tokens: int
     """The price of the rows sent, the inserted breadcrumb's included."""
     crumb_inserted: bool
+    cold: bool = False
+    """CACHE-3: the cut last moved at a cold request (`ColdCuts`)."""
 
 
 def price_sums(
@@ -111,6 +115,7 @@ def replay_requests(
     token_target: Fraction = Fraction(1),
     start: Replay | None = None,
     sums: tuple[Sequence[int], Sequence[int]] | None = None,
+    cold: ColdCuts | None = None,
 ) -> Iterator[HeldRequest]:
     """Each of `requests` (row positions, ascending: request k is `rows[:requests[k]]`) as the
     caller trims it, in one pass over prefix sums: with a low-water mark (`holds_cut`) the
@@ -119,14 +124,15 @@ def replay_requests(
     alone (a binary search over its turns). `index` is the whole history's: a request's turns
     are the starts before its end, its current turn its newest one (EST-2). `start` resumes a
     replay where it stood (`Replay`: its cut, turns and reason); `requests` are then the ones
-    after its last. `sums`: the prices' `price_sums`, when the caller has them."""
+    after its last. `sums`: the prices' `price_sums`, when the caller has them. `cold`: the
+    requests made with the prompt cache cold (CACHE-2); with any, the cut is held."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     older, current = price_sums(prices) if sums is None else sums
     starts, body = index.starts, index.body_start
     insert = breadcrumb and index.crumb is None
     fallback = -1 if index.crumb is None else index.crumb
-    held = turn_target < 1 or token_target < 1
+    held = turn_target < 1 or token_target < 1 or bool(cold and cold.ends)
     crumb: list[int] = []
 
     def crumb_price() -> int:
@@ -148,8 +154,9 @@ def replay_requests(
     keep = 0 if limit is None else low_water_turns(limit, turn_target)
     count, first, turns = len(starts), 0, 0
     reason: TrimReason | None = None
+    was_cold = False
     if start is not None:
-        first, turns, reason = start.first, start.turns, start.reason
+        first, turns, reason, was_cold = start.first, start.turns, start.reason, start.cold
     first_row = index.turn_start(first) if first else body
     for end in requests:
         while turns < count and starts[turns] < end:
@@ -157,7 +164,7 @@ def replay_requests(
         if not held:
             first, first_row, reason = 0, body, None
         if over is not None and turns - first > over:
-            first, reason = turns - keep, TrimReason.TURN_LIMIT
+            first, reason, was_cold = turns - keep, TrimReason.TURN_LIMIT, False
             first_row = index.turn_start(first)
         opener = starts[turns - 1] if turns else fallback
         if same:
@@ -180,9 +187,19 @@ def replay_requests(
                     else:
                         low = middle + 1
                 first = max(low, first)
-            first_row, reason = index.turn_start(first), TrimReason.TOKEN_BUDGET
+            first_row, reason, was_cold = index.turn_start(first), TrimReason.TOKEN_BUDGET, False
             sent = size(first, end, opener, with_crumb=first > 0)
-        yield HeldRequest(end, turns, first, reason, sent, insert and first > 0)
+        elif (cold is not None and end in cold.ends and turns - first > 1
+              and sent > cold.trim.budget_tokens):  # CACHE-2: a cold request cuts deep now
+            fit = low_water_tokens(cold.trim.budget_tokens, cold.trim.token_target)
+            fit -= crumb_price()
+            moved = first
+            while first < turns - 1 and size(first, end, opener, with_crumb=False) > fit:
+                first += 1
+            if first > moved:
+                first_row, reason, was_cold = index.turn_start(first), TrimReason.TOKEN_BUDGET, True
+                sent = size(first, end, opener, with_crumb=True)
+        yield HeldRequest(end, turns, first, reason, sent, insert and first > 0, was_cold)
 
 
 def plan_held_trim(
@@ -199,6 +216,7 @@ def plan_held_trim(
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
     resume: Replay | None = None,
+    cold: ColdCuts | None = None,
 ) -> VisibleTrim:
     """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
     `rows[:requests[k]]`), replaying its two limits at each (`replay_requests`): the turn
@@ -211,7 +229,9 @@ def plan_held_trim(
     turns from `first` on; its one event (when anything is dropped) names the limit that last
     moved the cut and the drop from the whole history. Its `replay` is the state before the
     last request: a caller whose next history extends these rows (same prices, limits and
-    breadcrumb flag) passes it as `resume`, and only the requests after it are replayed."""
+    breadcrumb flag) passes it as `resume`, and only the requests after it are replayed.
+    `cold`: the requests made with the prompt cache cold (CACHE-2, `replay_requests`); when a
+    cold request last moved the cut, the event says `cold_cache` (CACHE-3)."""
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     start: Replay | None = None
     if resume is not None:
@@ -231,12 +251,13 @@ def plan_held_trim(
     replayed = deque(enumerate(replay_requests(
         index, prices, requests, max_turns=max_turns, budget_tokens=budget_tokens,
         crumb_cost=crumb_price, breadcrumb=breadcrumb, turn_target=turn_target,
-        token_target=token_target, start=start, sums=sums,
+        token_target=token_target, start=start, sums=sums, cold=cold,
     ), 1 if start is None else start.requests + 1), maxlen=2)
     replay: Replay | None = None
     if len(replayed) == 2:  # the state after the request before the last
         k, previous = replayed[0]
-        replay = Replay(k, previous.end, previous.first, previous.turns, previous.reason)
+        replay = Replay(k, previous.end, previous.first, previous.turns, previous.reason,
+                        previous.cold)
     elif replayed:
         replay = Replay(0, 0, 0, 0, None) if start is None else start
     last = replayed[-1][1] if replayed else HeldRequest(0, 0, 0, None, 0, False)
@@ -259,6 +280,7 @@ def plan_held_trim(
         token = reason is TrimReason.TOKEN_BUDGET
         in_force = budget if budget_in_force is None else budget_in_force
         target = token_target if token else turn_target
+        cold_fit = cold.trim if last.cold and cold is not None else None
         events = (HistoryTrimmed(
             reason=reason,
             dropped_messages=index.turn_start(first) - index.body_start,
@@ -269,6 +291,11 @@ def plan_held_trim(
             counter=counter,
             target=None if target == 1 else str(target),
         ),)
+        if cold_fit is not None:  # CACHE-3: the cut was made because the cache was cold
+            events = (events[0].model_copy(update={
+                "budget": low_water_tokens(cold_fit.budget_tokens, cold_fit.token_target),
+                "cold_cache": True,
+                "target": None if cold_fit.share == 1 else str(cold_fit.share)}),)
     added = last.crumb_inserted
     crumb_tokens = (
         crumb_price() if added else 0 if index.crumb is None else prices[0][index.crumb]

@@ -6,9 +6,10 @@ a "what if" run executes the real code paths."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -156,6 +157,46 @@ class ColdCache(BaseModel):
     def fit(self, token_trim_target: Fraction) -> Fraction:
         """CACHE-2: the low-water mark of a cold cut, as a share of the budget."""
         return token_trim_target if self.target is None else self.target
+
+    def cold_trim(
+        self, budget: int, token_trim_target: Fraction, now: float | None, last: float | None
+    ) -> ColdTrim | None:
+        """CACHE-1..2, the one mechanism of every path (Agent, integrations, CLI, review): the
+        trim a request at `now` after one at `last` makes when the cache is cold, or None
+        (warm, off, no time known, or no budget). The caller runs it only when its history is
+        over `budget_tokens` and the budget alone does not force a cut."""
+        return self.trim(budget, token_trim_target) if self.is_cold(now, last) else None
+
+    def trim(self, budget: int, token_trim_target: Fraction) -> ColdTrim | None:
+        """CACHE-2: the cut of a request known to be cold (None: off, or no budget)."""
+        if budget <= 0 or not self.lifetime:
+            return None
+        share = self.fit(token_trim_target)
+        return ColdTrim(self.cut_tokens(budget), min(share / self.cut_from, Fraction(1)), share,
+                        self.cut_from)
+
+
+@dataclass(frozen=True)
+class ColdTrim:
+    """CACHE-2: a cold request's cut: a history over `budget_tokens` is cut by whole turns to
+    `budget_tokens * token_target` (the budget's `share`, the low-water mark)."""
+
+    budget_tokens: int
+    token_target: Fraction
+    share: Fraction
+    cut_from: Fraction
+    """A clear's trigger is pulled in by the same share (CTX-6..9 on a cold request)."""
+
+
+class ColdCuts(NamedTuple):
+    """CACHE-2 in a replay: the requests (their `end` rows) made with the prompt cache cold,
+    as the caller's clock found them, and the trim each makes (`ColdCache.cold_trim`): a
+    cold request whose rows are over `trim.budget_tokens` moves the cut to its low-water
+    mark, and a clear policy clears in one batch (`histtrim.tool_context`); both are then
+    held."""
+
+    ends: frozenset[int]
+    trim: ColdTrim
 
 
 class Policy(BaseModel):

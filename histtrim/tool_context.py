@@ -27,7 +27,7 @@ from histtrim.carriers import (
 )
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, Role, chat_rows
-from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
 from histtrim.turns import crumb_slot, leading_system_count
 
 PARSE_ERROR_PREFIX = "[Tool call parse error]"
@@ -330,6 +330,7 @@ def clear_tool_results(
     token_counter: TokenCounter | None = None,
     budget_tokens: int | None = None,
     memo: ClearMemo | None = None,
+    cold: ColdCuts | None = None,
 ) -> ToolContextEdit:
     """CTX-6..9: the oldest eligible tool results replaced by `settings.placeholder`, their
     calls kept. Eligible: not among the newest `keep` results (or in the newest `keep` turns),
@@ -342,14 +343,23 @@ def clear_tool_results(
     request still over it as sent clears the oldest eligible results but the newest `keep`
     (the running turn's too), in one batch down to the policy's low-water mark of the
     budget; replayed like `hold`, so between two such clears each request extends the last.
-    Linear in the rows; with a `memo`, in the rows added since the last edit."""
+    Linear in the rows; with a `memo`, in the rows added since the last edit.
+
+    CACHE-2, `cold`: the requests (ends of these rows) made with the prompt cache cold. At
+    each, a request over `trigger_tokens * cut_from` clears now, down to `clear_to` of the
+    trigger, and one over the cold cut's budget fits its low-water mark, in one batch;
+    replayed like `hold` (the clear then holds: later requests extend it row for row)."""
     rows = chat_rows(history)
     key = (settings, policy, token_counter, crumb_present, budget_tokens or 0)
     scan = None if memo is None else memo._scan
-    if scan is None or not scan.extends(key, rows):
+    ends = frozenset() if cold is None else cold.ends
+    if scan is None or not scan.extends(key, rows) or any(
+            e < scan.n and e not in scan.cold_ends for e in ends):  # an earlier one: replay
         scan = _Scan(key, rows, _body_start(rows, crumb_present))
     else:
         scan.resumed = scan.n
+    if cold is not None and ends:
+        scan.chill(cold)
     scan.extend(rows)
     if memo is not None:
         memo._scan = scan
@@ -400,6 +410,9 @@ class _Scan:
         self.fit_goal = 0 if not budget else low_water_tokens(budget, policy.token_trim_target)
         self.budget = budget
         self.replays = settings.hold or bool(budget)
+        self.cold_ends: frozenset[int] = frozenset()
+        """CACHE-2: the requests made with the cache cold (`chill`)."""
+        self.cold_trigger = self.cold_budget = self.cold_goal = 0
         self.out: list[ChatMessage] = []
         self.out_done = 0
         self.by_call: dict[int, set[str]] = {}
@@ -407,6 +420,15 @@ class _Scan:
         self.touched: set[int] = set()
         self.moved: set[int] = set()
         """Rows `extends` found equal but other objects (sent as the new ones)."""
+
+    def chill(self, cold: ColdCuts) -> None:
+        """CACHE-2: the cold requests `cold` names, replayed from now on (with `hold`)."""
+        share = cold.trim.cut_from
+        self.cold_ends = self.cold_ends | cold.ends
+        self.cold_trigger = self.settings.trigger_tokens * share.numerator // share.denominator
+        self.cold_budget = cold.trim.budget_tokens
+        self.cold_goal = low_water_tokens(cold.trim.budget_tokens, cold.trim.token_target)
+        self.replays = True
 
     def extends(self, key: _Key, rows: Sequence[ChatMessage]) -> bool:
         """Whether `rows` are the scanned rows and more, under `key` (compared at C speed,
@@ -553,7 +575,7 @@ class _Scan:
             return done
         return upto
 
-    def _fit_from(self, done: int, end: int) -> int:
+    def _fit_from(self, done: int, end: int, goal: int | None = None) -> int:
         """CTX-10: candidates cleared once request `rows[:end]` is over the budget as sent:
         all but the newest `keep` results, from the oldest, until it fits the low water."""
         keep = self.settings.keep
@@ -563,7 +585,8 @@ class _Scan:
         most = bisect_left(self.cand_rows, limit)
         if most <= done:
             return done
-        return bisect_left(self.freed, self.full[end] - self.fit_goal, done, most)
+        goal = self.fit_goal if goal is None else goal
+        return bisect_left(self.freed, self.full[end] - goal, done, most)
 
     def _step(self, done: int, end: int) -> int:
         """The replay at request `rows[:end]`: the trigger (held, or at the last request),
@@ -575,6 +598,11 @@ class _Scan:
             done = max(done, self._clear_from(done if hold else 0, end))
         if self.budget and self.full[end] - self.freed[done] > self.budget:
             done = self._fit_from(done, end)
+        if end in self.cold_ends:  # CACHE-2: the cache is cold, clear now what is due soon
+            if self.full[end] - self.freed[done] > self.cold_trigger:
+                done = max(done, self._clear_from(done, end))
+            if self.cold_budget and self.full[end] - self.freed[done] > self.cold_budget:
+                done = self._fit_from(done, end, self.cold_goal)
         return done
 
     @property
@@ -659,17 +687,19 @@ def edit_tool_context(
     token_counter: TokenCounter | None = None,
     budget_tokens: int | None = None,
     memo: ClearMemo | None = None,
+    cold: ColdCuts | None = None,
 ) -> ToolContextEdit:
     """The request the policy's `tool_context` sends for these rows: the one entry point of
     every path (library, Agent, adapters, CLI, review). `budget_tokens`, the budget the
     whole-turn trim applied: a clear policy fits a request still over it (CTX-10); `memo`:
-    a clear resumes from the last edit of these rows (`ClearMemo`)."""
+    a clear resumes from the last edit of these rows (`ClearMemo`); `cold`: the requests made
+    with the prompt cache cold, where a clear clears in one batch (CACHE-2)."""
     settings = policy.tool_context
     if settings.mode == "collapse":
         return collapse_tool_context(history, settings.keep_turns, crumb_present=crumb_present)
     if settings.mode == "clear":
         return clear_tool_results(
             history, settings, crumb_present=crumb_present, policy=policy,
-            token_counter=token_counter, budget_tokens=budget_tokens, memo=memo,
+            token_counter=token_counter, budget_tokens=budget_tokens, memo=memo, cold=cold,
         )
     return ToolContextEdit.identity(chat_rows(history))

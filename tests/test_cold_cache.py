@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from histtrim.agent.providers import ProviderReply, ScriptedProvider
+from histtrim.agent.providers import ProviderReply, ScriptedProvider, estimated_input
 from histtrim.agent.runtime import Agent
 from histtrim.config import ProviderProfile, RuntimeProfile
 from histtrim.events import HistoryTrimmed, TrimReason
-from histtrim.policy import SPEC, ColdCache, Policy
+from histtrim.messages import ChatMessage, ToolCall
+from histtrim.policy import SPEC, ColdCache, Policy, ToolContext
 from histtrim.review.cache import ANTHROPIC
 from histtrim.review.compare import cache_totals
 from histtrim.review.replay import ReplaySettings, replay_session, step_times
@@ -189,6 +190,13 @@ def test_the_shipped_policy_file_is_the_chapters_policy() -> None:
                           / "cold-cache.toml")
     assert shipped == cold_cache_policy(300)
     assert shipped.changes()["cold_cache.lifetime"] == "0 -> 300"
+    with_clear = Policy.load(shipped_dir() / "cold-cache-clear.toml")
+    held = Policy.load(shipped_dir() / "clear-anthropic-held.toml")
+    assert with_clear == shipped.model_copy(update={"tool_context": held.tool_context})
+
+
+def shipped_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "examples" / "policies"
 
 
 def test_the_review_command_reads_the_recorded_times(
@@ -223,3 +231,92 @@ def test_a_bad_clock_or_bad_times_are_one_line_errors() -> None:
     steps = sum(len(t.steps) for t in session.turns)
     with pytest.raises(ValidationError, match="finite"):
         session.with_times([float("inf")] * steps)
+
+
+def clear_run(times: list[float] | None, turns: int = 14) -> list[tuple[ChatMessage, ...]]:
+    """An agent with a held clear (CTX-9: trigger 2,000, down to half) and the cold cache
+    rule; each turn calls a tool returning 600 characters. The requests it sent."""
+    policy = Policy(
+        token_trim_target=Fraction(7, 10),
+        cold_cache=ColdCache(lifetime=300, cut_from=Fraction(3, 4)),
+        tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=2_000, hold=True,
+                                 clear_to=Fraction(1, 2), clear_at_least=0),
+    )
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=100_000, max_history_messages=1000),
+        ProviderProfile(model="m", context_window=200_000), None, policy=policy,
+    )
+    agent = Agent(ScriptedProvider(), runtime, system_prompt="sys",
+                  tools=[lambda: "x" * 600], policy=policy,
+                  clock=None if times is None else clock(times))
+    sent: list[tuple[ChatMessage, ...]] = []
+    for n in range(turns):
+        agent.provider = provider = ScriptedProvider([
+            ProviderReply(tool_calls=(ToolCall(id=f"k{n}", name="<lambda>"),)),
+            ProviderReply(text=f"done {n}"),
+        ])
+        agent.turn(f"task {n}")
+        sent += [request.messages for request in provider.requests]
+    assert not agent.events  # no whole turn is dropped: only the clear acts
+    return sent
+
+
+def cleared(request: tuple[ChatMessage, ...]) -> int:
+    return sum(row.role == "tool" and "[cleared]" in row.content for row in request)
+
+
+def test_a_cold_request_clears_old_tool_results_in_one_batch_and_holds_it() -> None:
+    # two requests a turn, 10 s apart; from turn 7 on the user comes back after 1,000 s
+    warm_times = [10.0 * n for n in range(28)]
+    idle = [10.0 * n + 1000.0 * max(0, n // 2 - 6) for n in range(28)]
+    warm, cold = clear_run(warm_times), clear_run(idle)
+    assert warm == clear_run(None)  # warm, the clock changes nothing
+    first_warm = next(k for k, r in enumerate(warm) if cleared(r))
+    first_cold = next(k for k, r in enumerate(cold) if cleared(r))
+    # the cold request (a turn's first, after the idle gap) clears before the trigger forces
+    # it, several results in one batch, down to half the trigger
+    assert first_cold < first_warm and first_cold % 2 == 0 and first_cold >= 14
+    assert cleared(cold[first_cold]) >= 2
+    assert estimated_input()(cold[first_cold], ()) <= 1_000
+    # held: the next request extends it row for row (a byte-stable prefix)
+    after = cold[first_cold + 1]
+    assert after[: len(cold[first_cold])] == cold[first_cold]
+
+
+VIBE = Path(__file__).resolve().parent / "data" / "agent_sessions" / "claude-code" / (
+    "vibe-claude-code.jsonl")
+
+
+def test_trim_reads_an_agents_recorded_times_and_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the Claude Code fixture's 19th call came 376 s after the 18th: its request (the rows
+    # before record 38) found the cache cold; `--now` is when the next request is made,
+    # by default the last call's time (warm)
+    from datetime import UTC, datetime
+
+    from histtrim.cli import main
+    from histtrim.cli.agentfiles import cold_requests, read_agent_file
+
+    agent = read_agent_file(str(VIBE), VIBE.read_bytes(), None)
+    assert agent is not None
+    assert cold_requests(agent, ColdCache(lifetime=300), None) == (frozenset({38}), False)
+    assert cold_requests(agent, ColdCache(lifetime=400), None) == (frozenset(), False)
+    last = agent.part.calls[-1].timestamp
+    assert last is not None
+    assert cold_requests(agent, ColdCache(lifetime=300), last + 301) == (
+        frozenset({38}), True)
+
+    policy = str(shipped_dir() / "cold-cache.toml")
+    common = ["trim", str(VIBE), "--policy", policy, "--budget", "50000", "--ignore-usage",
+              "-o", str(tmp_path / "out.json")]
+    assert main(common) == 0  # warm: 42,208 tokens fit the budget, nothing is cut
+    assert "nothing to trim" in capsys.readouterr().err
+    later = datetime.fromtimestamp(last + 600, UTC).isoformat()
+    assert main([*common, "--now", later]) == 0  # cold: over 3/4 of the budget, cut now
+    err = capsys.readouterr().err
+    event = json.loads(err.splitlines()[0])
+    assert event["cold_cache"] is True and event["target"] == "7/10"
+    assert event["tokens_after"] <= 35_000 < event["tokens_before"]
+    assert main([*common, "--now", "tomorrow"]) != 0
+    assert "argument --now: expected an ISO 8601 time" in capsys.readouterr().err

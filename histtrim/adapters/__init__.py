@@ -13,9 +13,15 @@ from typing import Generic, TypeVar
 from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
-from histtrim.low_water import Replay, holds_cut, plan_held_trim, request_points, two_prices
+from histtrim.low_water import (
+    Replay,
+    holds_cut,
+    plan_held_trim,
+    request_points,
+    two_prices,
+)
 from histtrim.messages import ChatMessage, chat_rows
-from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
@@ -167,6 +173,7 @@ def trim_records_held(
     crumb_price: int | None = None,
     reported: tuple[int, int] | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
+    cold: ColdCuts | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
@@ -188,7 +195,10 @@ def trim_records_held(
 
     A policy with a `tool_context` (CTX-1..9) then edits the kept rows as the request to send;
     `edit_record(record, row)` writes the record of a row the edit changed (the record of the
-    row it stands for, and the new row)."""
+    row it stands for, and the new row).
+
+    `cold`: the requests of these rows made with the prompt cache cold (CACHE-1..3, the
+    caller's clock): a cold one over its threshold cuts to the cold low-water mark, held."""
     if policy.tool_context.mode != "off" and edit_record is None:
         raise ValueError(
             "policy.tool_context: these records need edit_record to write the rows the "
@@ -222,14 +232,16 @@ def trim_records_held(
     plan: VisibleTrim
     if given is not None and (len(given[0]) != len(rows) or len(given[1]) != len(rows)):
         raise ValueError(f"prices: expected two lists of {len(rows)} prices")
-    if holds_cut(policy):
+    if cold is not None and not cold.ends:
+        cold = None
+    if holds_cut(policy) or cold is not None:
         plan = plan_held_trim(
             index, two_prices(rows, index, pricing) if given is None else given,
             request_points(rows) if requests is None else requests, max_turns=max_turns,
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
             crumb_cost=crumb_cost, breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
-            token_target=policy.token_trim_target, resume=resume,
+            token_target=policy.token_trim_target, resume=resume, cold=cold,
         )
     else:
         if given is None:

@@ -24,6 +24,7 @@ from histtrim.estimate import message_cost
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import plan_held_trim
 from histtrim.messages import BREADCRUMB, row_facts
+from histtrim.policy import ColdCuts
 from histtrim.turn_sizes import TurnColumns, TurnStats
 from histtrim.turns import TurnIndex
 from histtrim.visible import VisibleTrim, plan_visible_trim
@@ -103,16 +104,18 @@ def held_trim_history(
     crumb_present: bool = False,
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
+    cold: ColdCuts | None = None,
 ) -> FileTrim:
     """The cut the `Agent` holds (`low_water.plan_held_trim`, a low-water target below 1) on
     the file's columns: the requests end where the pricing pass saw a reply begin, and only
     the rows that may declare attachments are made again, for their price as an older row
-    and as a row of the current turn (EST-3)."""
+    and as a row of the current turn (EST-3). `cold`: the requests made with the prompt
+    cache cold (CACHE-2)."""
     index = turn_index(hf, crumb_present)
     plan = plan_held_trim(
         index, file_prices(hf), chain(hf.replies, (len(hf),)), max_turns=max_turns,
         budget_tokens=budget_tokens or 0, crumb_cost=_CRUMB_TOKENS,
-        turn_target=turn_target, token_target=token_target,
+        turn_target=turn_target, token_target=token_target, cold=cold,
     )
     return file_trim(plan)
 

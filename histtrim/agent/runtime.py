@@ -30,7 +30,7 @@ from histtrim.estimate import ToolSchema
 from histtrim.events import EventBus, HistoryTrimmed
 from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessage, ToolResults
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
-from histtrim.policy import Policy, low_water_tokens
+from histtrim.policy import ColdCuts, ColdTrim, Policy, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
@@ -135,6 +135,9 @@ class Agent:
         self.system_prompt = system_prompt
         self._clock = clock
         self._last_request: float | None = None
+        self._cold: ColdTrim | None = None
+        """CACHE-2: the cold cut of the request being made (None: warm), which its clear
+        makes too (`_request`)."""
 
     @property
     def runtime(self) -> ResolvedRuntime:
@@ -233,6 +236,7 @@ class Agent:
 
     def _turn(self, text: str) -> TurnOutcome:
         self.turn_id += 1
+        self._cold = None  # the new request's clock is read before it is sent
         first_call, first_event = len(self.calls), len(self.events)
         self._store.record(ChatMessage.user(text))
         self._apply_turn_limit()
@@ -277,10 +281,12 @@ class Agent:
         rows = self.working_history()
         if self.policy.tool_context.mode == "off":
             return rows, self._ledger.total
+        cold = None if self._cold is None else ColdCuts(frozenset({len(rows)}), self._cold)
         edit = edit_tool_context(
             rows, self.policy, crumb_present=self._store.crumb,
             token_counter=self._ledger.token_counter,
             budget_tokens=self.runtime.effective_context_budget(), memo=self._clear,
+            cold=cold,
         )
         if not edit.changed:
             return rows, self._ledger.total
@@ -336,12 +342,13 @@ class Agent:
         cold = self.policy.cold_cache
         now = None if self._clock is None else _seconds(self._clock())
         last, self._last_request = self._last_request, now
+        deep = self._cold = cold.cold_trim(budget, self.policy.token_trim_target, now, last)
         if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
             self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
-        elif budget > 0 and cold.is_cold(now, last):  # CACHE-2: cut deep while it costs nothing
-            cut = cold.cut_tokens(budget)
-            fit = cold.fit(self.policy.token_trim_target) / cold.cut_from
-            self._visible_trim(budget_tokens=cut, token_target=min(fit, Fraction(1)), cold=True)
+            return
+        if deep is not None:  # CACHE-2: cut deep while it costs nothing
+            self._visible_trim(
+                budget_tokens=deep.budget_tokens, token_target=deep.token_target, cold=True)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
         """After a reply, with the reply recorded (USAGE-1..6, the reference's

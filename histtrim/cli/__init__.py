@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import NoReturn
 
-from histtrim.cli.argtypes import count, file_path
+from histtrim.cli.argtypes import count, file_path, instant
 from histtrim.cli.conformance import register as register_conformance
 from histtrim.cli.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from histtrim.cli.estimate import cmd_estimate
@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not read the provider's recorded usage (the last reply's `usage`: OpenAI "
         "prompt_tokens, Anthropic input plus cache tokens); by default, when it reports more "
         "input than the budget, the budget is scaled by estimate / reported (USAGE-1..5)",
+    )
+    trim.add_argument(
+        "--now", type=instant, metavar="TIME",
+        help="an agent's session file: when the next request is made (ISO 8601, e.g. "
+        "2026-12-07T18:30:00Z), for a --policy with a cold_cache (CACHE-1..3); default: the "
+        "last recorded call's time (a warm cache); the file's own times say which recorded "
+        "requests were cold",
     )
     add_tokenizer_arg(trim)
     trim.set_defaults(run=cmd_trim, command_parser=trim)

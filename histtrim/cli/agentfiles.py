@@ -19,6 +19,7 @@ from histtrim.adapters.agent_sessions import (
 )
 from histtrim.cli.errors import InputError
 from histtrim.cli.jsontext import check_value
+from histtrim.policy import ColdCache
 
 AGENT_NAMES: dict[AgentFormat, str] = {
     "claude-code": "Claude Code", "codex": "Codex CLI", "gemini-cli": "Gemini CLI",
@@ -124,6 +125,27 @@ def read_agent_file(
         raise InputError(source, f"a {AGENT_NAMES[agent]} session with no conversation "
                          f"(rows skipped: {sum(read.skipped.values())})")
     return AgentFile(agent, read, part, checked_body(source, part))
+
+
+def cold_requests(
+    agent: AgentFile, rule: ColdCache, now: float | None
+) -> tuple[frozenset[int], bool]:
+    """CACHE-1 read from the file's recorded times: the requests made with the prompt cache
+    cold (each recorded call more than the lifetime after the one before; its request ends
+    before its reply, as `call_report` counts it), and whether the request written next, at
+    `now` (default: the last recorded call's time, so warm), is cold. An untimed call is
+    never cold, nor the one after it."""
+    if not rule.lifetime:
+        return frozenset(), False
+    shift = 1 if agent.part.system else 0
+    ends: set[int] = set()
+    last: float | None = None
+    for call in agent.part.calls:
+        if rule.is_cold(call.timestamp, last):
+            ends.add(call.record + shift)
+        last = call.timestamp
+    when = last if now is None else now
+    return frozenset(ends), rule.is_cold(when, last)
 
 
 def last_call(part: SessionPart) -> RecordedCall | None:

@@ -4,6 +4,7 @@ one-line usage error naming the option and what it expected."""
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 
 
 def count(text: str) -> int:
@@ -60,3 +61,16 @@ def file_path(text: str) -> str:
     if not text:
         raise argparse.ArgumentTypeError("expected a file name (or '-' for stdout), got ''")
     return text
+
+
+def instant(text: str) -> float:
+    """An ISO 8601 time with its offset (`2026-12-07T18:30:00Z`), as seconds since the Unix
+    epoch: when the next request would be made (`trim --now`)."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time with its offset, e.g. 2026-12-07T18:30:00Z, got {text!r}")
+    return moment.timestamp()

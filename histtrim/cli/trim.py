@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -29,7 +29,7 @@ from histtrim.adapters.rewrite import (
     write_history_chunks,
 )
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
-from histtrim.cli.agentfiles import call_report, read_agent_file
+from histtrim.cli.agentfiles import call_report, cold_requests, read_agent_file
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
@@ -44,7 +44,7 @@ from histtrim.events import HistoryTrimmed
 from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_prices
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, low_water_tokens
 from histtrim.reported_usage import PROVIDER_UNITS, calibrated, scaled_budget
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
@@ -62,6 +62,18 @@ class _Limits:
     route: ResolvedRuntime | None = None
     pricing: Pricing = ESTIMATE
     """The spec's estimate, or the `--tokenizer` counter's, with the `--policy` constants."""
+    cold_ends: frozenset[int] = frozenset()
+    """CACHE-1..2: the requests of an agent's file made with the cache cold (row ends)."""
+    cold_now: bool = False
+    """CACHE-1: the request `trim` writes finds the cache cold (`--now`)."""
+
+    def cold(self, size: int) -> ColdCuts | None:
+        """The cold requests of `size` rows, the one written included when it is cold, and
+        the cut each makes (`ColdCache.trim`), or None."""
+        ends = self.cold_ends | ({size} if self.cold_now else set())
+        policy = self.policy
+        trim = policy.cold_cache.trim(self.budget or 0, policy.token_trim_target)
+        return None if not ends or trim is None else ColdCuts(frozenset(ends), trim)
 
     @property
     def policy(self) -> Policy:
@@ -170,7 +182,7 @@ def _edit_tool_context(
     records = session.records if outcome.records is None else outcome.records
     edit = edit_tool_context(
         rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter,
-        budget_tokens=limits.budget,
+        budget_tokens=limits.budget, cold=_cold_now(limits, len(rows)),
     )
     if not edit.changed:
         return
@@ -237,13 +249,15 @@ def _plan(rows: list[ChatMessage], index: TurnIndex, limits: _Limits) -> Visible
     low-water target, the cut the Agent holds after the requests the rows record."""
     prices = limits.pricing
     crumb_cost = lambda: prices.plain(breadcrumb_message())  # noqa: E731 - asked at most once
-    if holds_cut(limits.policy):
+    cold = limits.cold(len(rows))
+    if holds_cut(limits.policy) or cold is not None:
         policy = limits.policy
         return plan_held_trim(
             index, two_prices(rows, index, prices), request_points(rows),
             max_turns=limits.max_turns, budget_tokens=limits.budget or 0,
             crumb_cost=crumb_cost, counter=prices.counter_name,
             turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+            cold=cold,
         )
     return plan_visible_trim(
         index, prices.costs(rows, index), max_turns=limits.max_turns,
@@ -307,11 +321,13 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     back in the file's own format (kept JSON Lines as their own bytes) as pieces made while
     they are written (a re-written body is never held whole beside its input)."""
     policy = limits.policy
+    cold = limits.cold(len(hf))
     try:
-        if policy.prices_like(SPEC) and holds_cut(policy):  # the file's columns, held
+        if policy.prices_like(SPEC) and (holds_cut(policy) or cold is not None):  # held
             result = held_trim_history(
                 hf, max_turns=limits.max_turns, budget_tokens=limits.budget, crumb_present=crumb,
                 turn_target=policy.turn_trim_target, token_target=policy.token_trim_target,
+                cold=cold,
             )
         elif policy.prices_like(SPEC):  # the spec's prices are the file's own columns
             result = trim_history(
@@ -348,7 +364,8 @@ def _edit_file(
         rows.insert(trim.body_start, breadcrumb_message())
         records.insert(trim.body_start, anthropic_breadcrumb())
     edit = edit_tool_context(rows, limits.policy, crumb_present=trim.crumb_present,
-                             token_counter=limits.pricing.counter, budget_tokens=limits.budget)
+                             token_counter=limits.pricing.counter, budget_tokens=limits.budget,
+                             cold=_cold_now(limits, len(rows)))
     if not edit.changed:
         return None
     messages = [
@@ -362,6 +379,13 @@ def _edit_file(
         return b"".join(json.dumps(m, ensure_ascii=False).encode() + newline
                         for m in messages)
     return json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+def _cold_now(limits: _Limits, size: int) -> ColdCuts | None:
+    """The clear's cold request (CACHE-2): the one written, when `--now` finds it cold (the
+    file's earlier cold requests are not replayed by the clear: the cut moved since)."""
+    cold = limits.cold(size) if limits.cold_now else None
+    return None if cold is None else cold._replace(ends=frozenset({size}))
 
 
 def _sent(outcome: _Outcome, edit: ToolContextEdit, limits: _Limits) -> None:
@@ -442,7 +466,7 @@ def _scaled(limits: _Limits, report: tuple[int, int] | None) -> _Limits:
     scaled = scaled_budget(limits.budget, *report)
     if scaled is None:
         return limits
-    return _Limits(limits.max_turns, min(limits.budget, scaled), limits.route, limits.pricing)
+    return replace(limits, budget=min(limits.budget, scaled))
 
 
 def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
@@ -476,19 +500,21 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # which only the file reader reads (targets, turn and budget defaults leave the prices as
     # they are; its tool context edit, `_edit_file`, rewrites the messages it changes).
     policy = _policy(args)
+    cold_ends, cold_now = (frozenset[int](), False) if agent is None else cold_requests(
+        agent, policy.cold_cache, getattr(args, "now", None))
     edits = policy.tool_context.mode != "off"
     custom = (edits or not policy.prices_like(SPEC)) and (
         args.format or sniff(data)) != "anthropic"
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     report: tuple[int, int] | None = None
     if hf is not None:
-        limits = _limits(args)
+        limits = replace(_limits(args), cold_ends=cold_ends, cold_now=cold_now)
         report = None if args.ignore_usage else (
             _file_report(hf) if agent is None else call_report(agent, hf.costs))
         outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
-        limits = _limits(args)
+        limits = replace(_limits(args), cold_ends=cold_ends, cold_now=cold_now)
         if session.rows is not None:
             if agent is not None and not args.ignore_usage:
                 report = call_report(agent, message_costs(session.rows))

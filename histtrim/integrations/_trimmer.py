@@ -9,6 +9,7 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import threading
 from bisect import bisect_left
@@ -25,7 +26,7 @@ from histtrim.events import HistoryTrimmed
 from histtrim.low_water import Replay, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
-from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
+from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
@@ -230,6 +231,11 @@ class Seen:
     """Its held-cut replay before its last request, with the rows the trim put before the
     history's (the instructions) and the breadcrumb flag it was made with; a history that
     extends it resumes there (`plan_held_trim`'s `resume`)."""
+    last_time: float | None = None
+    """CACHE-1: when this conversation's last request was trimmed (the Trimmer's clock)."""
+    cold: ColdCuts | None = None
+    """CACHE-2: its requests made with the cache cold (their ends in its priced rows), which
+    every later replay of the conversation cuts at again."""
 
 
 @dataclass(frozen=True)
@@ -313,6 +319,7 @@ class Prefixes:
         seen = Seen(list(items), units, priced)
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
+            seen.last_time, seen.cold = extends.last_time, extends.cold
             if extends.problems is not None:
                 seen.parent = (len(extends.priced), extends.problems)
             if extends.columns is not None and shared:
@@ -453,7 +460,10 @@ class Trimmer:
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
         policy: Policy | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        if clock is not None and not callable(clock):
+            raise ValueError(f"clock: expected a callable or None, got {type(clock).__name__}")
         if policy is not None and not isinstance(policy, Policy):
             raise ValueError(
                 f"policy: expected a histtrim Policy, got {type(policy).__name__}"
@@ -491,6 +501,9 @@ class Trimmer:
         )
         """The policy of the whole-turn cut: the tool context edit comes after it (CTX-5)."""
         self.on_trim = on_trim
+        self.clock = clock
+        """Times each request in seconds for the policy's `cold_cache` (CACHE-1..3); None:
+        no time is known and the cache is never cold (the spec)."""
         self.cache = PriceCache(self.pricing)
         self.prefixes = Prefixes()
         """The last histories priced, whose units and prices a longer one reuses."""
@@ -537,6 +550,7 @@ class Trimmer:
         if seen is not None and seen.floor:
             positions, rows, crumb_present = self._held_floor(
                 priced, crumb_present, seen.floor + offset)
+        cold = None if seen is None else self._cold(seen, offset, positions, len(priced))
         given, resume, lead = None, None, tuple(priced[:offset])
         if seen is not None:  # the history's columns, made once (the next call's head)
             table = columns(seen, lead)
@@ -545,7 +559,7 @@ class Trimmer:
                 if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
                     resume = seen.replay[2]
         plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
-                          given=given, resume=resume)
+                          given=given, resume=resume, cold=cold)
         if given is not None and seen is not None and plan.replay is not None:
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
@@ -553,6 +567,49 @@ class Trimmer:
         done = self._rebuild(plan, units, priced, crumb, seen, rewrite, self.budget_tokens)
         self._emit(done.events)
         return done
+
+    def _cold(
+        self, seen: Seen, offset: int, positions: Sequence[int], size: int
+    ) -> ColdCuts | None:
+        """CACHE-1..2 for the request made of `seen` now: its time from the clock, cold
+        when the gap since this conversation's last request passes the lifetime
+        (`ColdCache.cold_trim`, the Agent's mechanism); the conversation's cold requests as
+        ends of the `positions` trimmed (`size` units, `offset` of them before the history)."""
+        rule = self.policy.cold_cache
+        if not rule.lifetime or self.clock is None:
+            return None
+        now = self._now()
+        last = seen.last_time
+        if now is not None:
+            seen.last_time = now
+        deep = rule.cold_trim(self.budget_tokens, self.policy.token_trim_target, now, last)
+        if deep is not None:
+            ends = frozenset() if seen.cold is None else seen.cold.ends
+            seen.cold = ColdCuts(ends | {len(seen.priced)}, deep)
+        if seen.cold is None:
+            return None
+        shift = len(positions) - size  # a held reported-usage cut's (`_held_floor`)
+        ends = frozenset(
+            e + offset + shift for e in seen.cold.ends
+            if 0 < e + offset + shift <= len(positions)
+            and positions[e + offset + shift - 1] == e + offset - 1  # the same request
+        )
+        return ColdCuts(ends, seen.cold.trim)
+
+    def _now(self) -> float | None:
+        """The clock's time in seconds; a clock that fails or returns no finite number is
+        logged and no time is known (a guest never fails its host's run)."""
+        try:
+            value = self.clock() if self.clock is not None else None
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value)):
+                raise ValueError(f"clock: expected a finite number of seconds, got {value!r}")
+            return float(value)
+        except Exception:
+            logging.getLogger(LOGGER).exception("histtrim: the clock gave no time")
+            return None
 
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
@@ -640,6 +697,7 @@ class Trimmer:
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,
         budget: int, max_turns: int | None, *, policy: Policy | None = None,
         given: Columns | None = None, resume: Replay | None = None,
+        cold: ColdCuts | None = None,
     ) -> _Plan:
         """The whole-turn trim of `priced` (at `positions` of the request; -1: the crumb);
         `given`: their columns, when the caller holds them."""
@@ -653,7 +711,7 @@ class Trimmer:
             prices=(table.older, table.current),
             index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
             requests=[*table.points, len(rows)], resume=resume,
-            crumb_price=self._crumb().older,
+            crumb_price=self._crumb().older, cold=cold,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:
@@ -678,29 +736,35 @@ class Trimmer:
                        list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
-        return self._edited(done, rewrite, budget)
+        cold = _cold_rows(seen, offset, plan.positions, len(priced))
+        return self._edited(done, rewrite, budget, cold)
 
-    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0) -> Trimmed[U]:
+    def _edited(
+        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0,
+        cold: ColdCuts | None = None,
+    ) -> Trimmed[U]:
         """The request the policy's tool context sends (CTX-1..9), made from the kept rows
         alone (so the same history gives the same request): an unchanged unit is the
         framework's own object, a changed one is written by `rewrite`. The estimate of what
         is sent (`tokens`) is the edited rows'; `positions` are dropped (the units are no
         longer the history's own, position for position). A request still over `budget`
-        is fitted to it (CTX-10); the last event then reports the tokens sent."""
+        is fitted to it (CTX-10); the last event then reports the tokens sent. `cold`: the
+        conversation's cold requests in the kept rows, where the clear batches (CACHE-2)."""
         if not self._clearing.acquire(blocking=False):  # another thread's edit: no memo
-            return self._edit(done, rewrite, budget, None)
+            return self._edit(done, rewrite, budget, None, cold)
         try:
-            return self._edit(done, rewrite, budget, self._clear)
+            return self._edit(done, rewrite, budget, self._clear, cold)
         finally:
             self._clearing.release()
 
     def _edit(
-        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int, memo: ClearMemo | None
+        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int, memo: ClearMemo | None,
+        cold: ColdCuts | None = None,
     ) -> Trimmed[U]:
         """`_edited`, resumed from `memo` (the last request, when this one extends it)."""
         edit = edit_tool_context(
             done.rows, self.policy, crumb_present=done.crumb_present,
-            token_counter=self.token_counter, budget_tokens=budget, memo=memo,
+            token_counter=self.token_counter, budget_tokens=budget, memo=memo, cold=cold,
         )
         last = None
         if memo is not None:
@@ -793,6 +857,33 @@ class Trimmer:
                 self.on_trim(event)
             except Exception:
                 logging.getLogger(LOGGER).exception("histtrim: on_trim failed for %r", event)
+
+
+def _cold_rows(
+    seen: Seen | None, offset: int, positions: Sequence[int], size: int
+) -> ColdCuts | None:
+    """A conversation's cold requests (CACHE-2) as ends of the rows a trim kept (`positions`
+    of the `size` units it was given, `offset` of them before the history): the requests
+    whose last row was kept. O(cold requests) on a whole-turn cut's shape."""
+    if seen is None or seen.cold is None:
+        return None
+    lead = bisect_left(range(len(positions)), True, key=lambda j: positions[j] != j)
+    start = kept_tail(positions, size)
+    where: dict[int, int] | None = None
+
+    def at(p: int) -> int | None:
+        nonlocal where
+        if p < lead:
+            return p
+        if start is not None:
+            return len(positions) - (size - p) if start <= p < size else None
+        if where is None:  # not a whole-turn cut's shape: every position, once
+            where = {q: j for j, q in enumerate(positions) if q >= 0}
+        return where.get(p)
+
+    ends = frozenset(j + 1 for e in seen.cold.ends
+                     if (j := at(e + offset - 1)) is not None)
+    return ColdCuts(ends, seen.cold.trim) if ends else None
 
 
 def _refuse(errors: Sequence[PairingProblem], rows: Sequence[ChatMessage]) -> None:

@@ -105,7 +105,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
     Limits as `histtrim.integrations._trimmer.Trimmer` takes them: a `ResolvedRuntime`, or a
     plain `budget_tokens` (and `max_turns`); `token_counter` prices a row's text; `on_trim`
     receives each `HistoryTrimmed`; `policy` (default: the runtime's) sets the low-water marks,
-    e.g. `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut.
+    e.g. `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut;
+    `clock` (seconds) times each request for the policy's `cold_cache` (CACHE-1..3).
     `persist=True` also trims the stored state."""
 
     def __init__(
@@ -117,13 +118,14 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
         policy: Policy | None = None,
+        clock: Callable[[], float] | None = None,
         persist: bool = False,
     ) -> None:
         super().__init__()
         self.trimmer = Trimmer(
             runtime, budget_tokens=budget_tokens, max_turns=max_turns,
             token_counter=token_counter, on_trim=on_trim,
-            policy=policy,
+            policy=policy, clock=clock,
         )
         if not isinstance(persist, bool):
             raise ValueError(f"persist: expected True or False, got {persist!r}")

@@ -352,7 +352,8 @@ class HisttrimInputFilter:
     Limits as `Trimmer` takes them: a `ResolvedRuntime`, or a plain `budget_tokens` (and
     `max_turns`); `token_counter` prices a row's text; `on_trim` receives each event;
     `policy` (default: the runtime's) sets the low-water marks, e.g.
-    `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut."""
+    `Policy(token_trim_target=Fraction(7, 10))` to keep the Agent's cache-stable cut;
+    `clock` (seconds) times each request for the policy's `cold_cache` (CACHE-1..3)."""
 
     def __init__(
         self,
@@ -363,12 +364,13 @@ class HisttrimInputFilter:
         token_counter: TokenCounter | None = None,
         on_trim: OnTrim | None = None,
         policy: Policy | None = None,
+        clock: Callable[[], float] | None = None,
         session: HisttrimSession | None = None,
     ) -> None:
         self.trimmer = Trimmer(
             runtime, budget_tokens=budget_tokens, max_turns=max_turns,
             token_counter=token_counter, on_trim=on_trim,
-            policy=policy,
+            policy=policy, clock=clock,
         )
         self._sent: dict[tuple[int, ...], Trimmed[Unit]] = {}
         """The last requests sent, by their items' identities: the model's usage report for

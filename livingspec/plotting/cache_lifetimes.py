@@ -30,9 +30,17 @@ def cold_cache_policy(lifetime: int) -> Policy:
     )
 
 
+COLD_CLEAR = "cold-cache + held clear"
+
+
 def lifetime_policies(window: int, lifetime: int) -> dict[str, Policy]:
-    """Chapter 16's policies on a `window`-token route, then the cold-cache trim."""
-    return {**field_policies(window), COLD_CACHE: cold_cache_policy(lifetime)}
+    """Chapter 16's policies on a `window`-token route, then the cold-cache trim, alone and
+    with chapter 16's held clear (a cold request also clears in one batch, CACHE-2)."""
+    field = field_policies(window)
+    cold = cold_cache_policy(lifetime)
+    held = field["held clear 0.7"].tool_context
+    return {**field, COLD_CACHE: cold,
+            COLD_CLEAR: cold.model_copy(update={"tool_context": held})}
 
 
 @dataclass(frozen=True)
