@@ -69,6 +69,14 @@ class HistoryTrimmed(_Frozen):
     `token_trim_target` or `turn_trim_target`, as text: "7/10"); None (then left out of every
     dump and of the wire form): the spec, trim just to fit."""
 
+    hidden_prefix: NonNegativeInt | None = unset_by_default()
+    """USAGE-8: the provider tokens of the request the rows do not show (system prompt, tool
+    schemas) that a calibrated reported-usage trim used; None (then left out of every dump):
+    the reference's single ratio."""
+    ratio: StrictStr | None = unset_by_default()
+    """USAGE-8: the provider tokens per estimated token of the rows that trim used, as text
+    ("29/20"); None (then left out of every dump): the single ratio."""
+
     @property
     def description(self) -> str:
         return self.reason.description

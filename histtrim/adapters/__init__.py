@@ -21,6 +21,8 @@ from histtrim.reported_usage import (
     calibrated,
     reported_input_tokens,
     scaled_budget,
+    usable_report,
+    warn_refused,
 )
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
@@ -70,13 +72,21 @@ class RecordTrimResult(Generic[R]):
 
 def last_reply_report(
     rows: int, role: Callable[[int], str], record: Callable[[int], object],
-    request_tokens: Callable[[int], int],
+    request_tokens: Callable[[int], int], *, policy: Policy = SPEC, cut: bool = False,
+    warn: Callable[[str], object] = warn_refused,
 ) -> tuple[int, int] | None:
     """USAGE-5 on a recorded transcript of `rows` rows: the input tokens the last reply reports
     (the newest record of its assistant rows that has a `usage` key), and `request_tokens(p)`,
     the estimate of the request that produced it (the rows before the reply, `p` of them).
     None when that reply records no usage or an unusable one, or when no reply follows the
-    turn before the current one (the back scan stops there: bounded by two turns)."""
+    turn before the current one (the back scan stops there: bounded by two turns).
+
+    USAGE-7 (`usable_report`): with `cut` (the rows start with the breadcrumb after their
+    system rows: turns were dropped, maybe after the report was made, so the rows before the
+    reply need not be the request it counts) no report is read; a report `refused_report`
+    refuses goes to `warn` and is no report."""
+    if cut:
+        return None
     i, openers = rows - 1, 0
     while i >= 0 and role(i) != "assistant":
         openers += role(i) == "user"
@@ -94,19 +104,23 @@ def last_reply_report(
     if reported is None:
         return None
     estimated = request_tokens(i + 1)
-    return (reported, estimated) if estimated > 0 else None
+    if estimated <= 0:
+        return None
+    reported = usable_report(reported, estimated, policy=policy, warn=warn)
+    return None if reported is None else (reported, estimated)
 
 
 def recorded_report(
     records: Sequence[object], rows: Sequence[ChatMessage], *,
-    token_counter: TokenCounter | None = None, policy: Policy = SPEC,
+    token_counter: TokenCounter | None = None, policy: Policy = SPEC, cut: bool = False,
+    warn: Callable[[str], object] = warn_refused,
 ) -> tuple[int, int] | None:
     """`last_reply_report` on records (row k is the row of record k): a record's `usage` key
     holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent."""
     prices = Pricing(policy, token_counter)
     return last_reply_report(
         len(rows), lambda i: rows[i].role, records.__getitem__,
-        lambda end: prices.total(rows[:end]),
+        lambda end: prices.total(rows[:end]), policy=policy, cut=cut, warn=warn,
     )
 
 

@@ -35,6 +35,7 @@ from histtrim.reported_usage import (
     calibrated,
     reported_input_tokens,
     scaled_budget,
+    usable_report,
 )
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import edit_tool_context
@@ -324,7 +325,8 @@ class Agent:
         trim to the budget (its low-water mark, USAGE-4) scaled by the request's estimate over
         the report (`scaled_budget`). `estimated` is the request's estimate, schemas included.
         Missing or bad usage changes nothing (USAGE-5): the estimate's trims still run."""
-        reported = reported_input_tokens(answer.usage)
+        reported = usable_report(
+            reported_input_tokens(answer.usage), estimated, policy=self.policy)
         if reported is None:
             return
         budget = self.runtime.effective_context_budget()

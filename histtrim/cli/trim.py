@@ -371,14 +371,28 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
     return lines
 
 
-def _file_report(hf: HistoryFile) -> tuple[int, int] | None:
-    """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5)."""
+def _file_report(
+    hf: HistoryFile, crumb: bool, warnings: list[str], policy: Policy = SPEC
+) -> tuple[int, int] | None:
+    """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5),
+    when it describes these rows (USAGE-7, `_cut`)."""
     system = hf.system_rows
+    slot = hf.prefix_len
     return last_reply_report(
         len(hf), lambda i: hf.row(i).role,
         lambda i: hf.record(i - system) if i >= system else None,
-        lambda end: sum(hf.costs[:end]),
+        lambda end: sum(hf.costs[:end]), policy=policy,
+        cut=_cut(crumb, hf.row(slot) if slot < len(hf) else None), warn=warnings.append,
     )
+
+
+def _cut(crumb: bool, slot: ChatMessage | None) -> bool:
+    """USAGE-7 on a file: whether turns were dropped from it, so that a reply's recorded
+    usage may count rows the file no longer holds (the report kept by a trim describes the
+    request before it): the owner's flag, or the breadcrumb a trim writes in the slot after
+    the system rows. Only the report is set aside: the turns are still counted by the flag
+    alone (SEEN-1)."""
+    return crumb or (slot is not None and slot.role == "user" and slot.content == BREADCRUMB)
 
 
 def _scaled(limits: _Limits, report: tuple[int, int] | None) -> _Limits:
@@ -429,18 +443,24 @@ def cmd_trim(args: argparse.Namespace) -> int:
         )
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     report: tuple[int, int] | None = None
+    refused: list[str] = []
     if hf is not None:
         limits = _limits(args)
-        report = None if args.ignore_usage else _file_report(hf)
+        report = None if args.ignore_usage else _file_report(
+            hf, args.crumb_present, refused, limits.policy)
         outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = _limits(args)
         if session.rows is not None:
             if not args.ignore_usage and len(session.records) == len(session.rows):
-                report = recorded_report(session.records, session.rows,
-                                         token_counter=limits.pricing.counter,
-                                         policy=limits.policy)
+                rows = session.rows
+                slot = index_turns(rows).body_start
+                report = recorded_report(
+                    session.records, rows, token_counter=limits.pricing.counter,
+                    policy=limits.policy, warn=refused.append,
+                    cut=_cut(args.crumb_present, rows[slot] if slot < len(rows) else None),
+                )
             outcome = _trim_rows(session, session.rows, _scaled(limits, report),
                                  args.crumb_present)
         else:
@@ -453,6 +473,8 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # Everything is validated before the first byte is written; a file's pieces are made as
     # they go into its temporary copy (the target changes only once they all are).
     emit(args.output, output)
+    for reason in refused:
+        say(f"histtrim: warning: {reason}", err=True)
     for event in outcome.events:
         say(event.to_json(), err=True)
     say(summary(source, outcome, limits), err=True)
