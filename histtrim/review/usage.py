@@ -25,8 +25,8 @@ from histtrim.estimate import message_costs
 from histtrim.low_water import request_points
 from histtrim.messages import ChatMessage
 from histtrim.reported_usage import HiddenPrefix, fit_hidden_prefix, scaled_budget
-from histtrim.review.loss import NO_LOSS, ContextLoss, RowTokens, distinctive_tokens, request_loss
 from histtrim.review.cache import CacheModel, Prompt, price_calls, totals
+from histtrim.review.loss import NO_LOSS, ContextLoss, RowTokens, distinctive_tokens, request_loss
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import index_turns
 
