@@ -302,3 +302,53 @@ def test_the_book_is_bounded_in_bytes_and_finds_each_conversation() -> None:
     stranger = Seen([], [], history(10_001, 5))
     book.restore(stranger)
     assert stranger.report is None
+
+
+@pytest.mark.parametrize("calibrate", [False, True])
+def test_usage_8_langchain_calibrated_prefix_holds_requests_under_the_budget(
+        calibrate: bool) -> None:
+    """USAGE-8: a provider that adds a hidden prefix of 600 tokens and counts the rows at
+    1.5x. The single ratio (the reference) lets a request over the budget after each cut;
+    the calibrated prefix, fitted on the session's reports, keeps every request after the
+    first report within it, and its events record the prefix and the ratio."""
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from histtrim.adapters.langchain import from_langchain
+    from histtrim.events import HistoryTrimmed
+    from histtrim.integrations.langchain import HisttrimMiddleware
+    from histtrim.policy import Policy
+
+    counts: list[int] = []
+
+    class Provider(GenericFakeChatModel):
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
+                      **kw: Any) -> Any:
+            count = 600 + 3 * estimate_history_tokens(from_langchain(messages)) // 2
+            counts.append(count)
+            reply = AIMessage("ok", usage_metadata={
+                "input_tokens": count, "output_tokens": 1, "total_tokens": count + 1})
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    events: list[HistoryTrimmed] = []
+    policy = Policy(hidden_prefix="calibrated") if calibrate else SPEC
+    middleware = HisttrimMiddleware(budget_tokens=2 * BUDGET, policy=policy,
+                                    on_trim=events.append)
+    agent = create_agent(Provider(messages=iter(())), system_prompt=SYSTEM,
+                         middleware=[middleware])
+    messages: list[Any] = []
+    for i in range(30):
+        messages = agent.invoke({"messages": [*messages, HumanMessage(question(0, i))]})[
+            "messages"]
+    over = [c for c in counts[2:] if c > 2 * BUDGET]
+    if calibrate:
+        assert over == []
+        assert events and all(e.hidden_prefix is not None and e.ratio for e in events)
+        assert all(590 <= e.hidden_prefix <= 610 for e in events if e.hidden_prefix)
+    else:
+        assert len(over) >= 3
+        assert all(e.hidden_prefix is None and "hidden_prefix" not in e.to_json()
+                   for e in events)

@@ -23,7 +23,7 @@ from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.estimate import estimate_tool_schemas
-from histtrim.events import HistoryTrimmed
+from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.low_water import Replay, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
@@ -31,6 +31,7 @@ from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
     PAIRS_KEPT,
     PROVIDER_UNITS,
+    HiddenPrefix,
     calibrated,
     fit_hidden_prefix,
     reported_input_tokens,
@@ -638,14 +639,38 @@ class Trimmer:
                 given = table
                 if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
                     resume = seen.replay[2]
-        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
+        fitted = self._fitted(seen)
+        budget = self.budget_tokens
+        if fitted is not None:  # USAGE-8: the rows held to the budget's rows part
+            budget = min(budget, fitted.rows_budget(budget))
+        if budget != self.budget_tokens:
+            resume = None  # the held replay was planned at another budget
+        plan = self._plan(positions, rows, crumb_present, budget, self.max_turns,
                           given=given, resume=resume)
-        if given is not None and seen is not None and plan.replay is not None:
+        if fitted is not None and plan.events:
+            plan = replace(plan, events=tuple(
+                e if e.reason != TrimReason.TOKEN_BUDGET else e.model_copy(update={
+                    "tokens_before": fitted.count(e.tokens_before),
+                    "tokens_after": fitted.count(e.tokens_after),
+                    "budget": self.budget_tokens, "counter": PROVIDER_UNITS,
+                    "hidden_prefix": fitted.prefix, "ratio": fitted.ratio_text,
+                }) for e in plan.events))
+        if (given is not None and seen is not None and plan.replay is not None
+                and budget == self.budget_tokens):
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
         self._emit(plan.events)
         return self._rebuild(plan, units, priced, crumb, seen, rewrite)
+
+    def _fitted(self, seen: Seen | None) -> HiddenPrefix | None:
+        """USAGE-8: the hidden prefix fitted on the conversation's reports, when the policy
+        calibrates it and a budget is set (None: the estimate's budget, as the reference)."""
+        if (seen is None or not seen.pairs or not self.budget_tokens
+                or self.policy.hidden_prefix != "calibrated"):
+            return None
+        _, _, schemas = seen.report if seen.report is not None else (0, 0, 0)
+        return fit_hidden_prefix(seen.pairs, schemas)
 
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
