@@ -31,8 +31,11 @@ from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessa
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
 from histtrim.policy import Policy, low_water_tokens
 from histtrim.reported_usage import (
+    PAIRS_KEPT,
     PROVIDER_UNITS,
+    HiddenPrefix,
     calibrated,
+    fit_hidden_prefix,
     reported_input_tokens,
     scaled_budget,
     usable_report,
@@ -125,6 +128,10 @@ class Agent:
         self._store = AgentHistory(token_counter=token_counter, policy=self.policy)
         self._ledger = self._store.ledger
         self._pending: list[HistoryTrimmed] = []
+        self._usage_pairs: tuple[tuple[int, int], ...] = ()
+        """The newest (rows estimate, reported) pairs of this session (USAGE-8's fit)."""
+        self._fitted: HiddenPrefix | None = None
+        """The hidden prefix fitted on them (USAGE-8), None until a report is in."""
         self.system_prompt = system_prompt
 
     @property
@@ -205,13 +212,15 @@ class Agent:
         if self._turning:
             raise RuntimeError("Agent.turn called from inside a turn of the same agent")
         checkpoint = self._store.checkpoint()
-        saved = (self.turn_id, len(self.calls), len(self.events), self._pending)
+        saved = (self.turn_id, len(self.calls), len(self.events), self._pending,
+                 self._usage_pairs, self._fitted)
         self._turning = True
         try:
             yield
         except BaseException as error:
             self._store.rollback(checkpoint)
-            self.turn_id, calls, events, self._pending = saved
+            (self.turn_id, calls, events, self._pending, self._usage_pairs,
+             self._fitted) = saved
             del self.calls[calls:], self.events[events:]
             error.add_note(
                 f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
@@ -316,8 +325,11 @@ class Agent:
         check on the ledger; only a needed trim looks at the rows. The trim fits the policy's
         low-water mark (`token_trim_target`; the spec's is 1: just under the budget)."""
         budget = self.runtime.effective_context_budget()
-        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
-            self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
+        prefix = self._fitted if budget else None
+        rows = budget if prefix is None else min(budget, prefix.rows_budget(budget))
+        if self._ledger.needs_trim(rows, crumb_present=self._store.crumb):
+            self._visible_trim(budget_tokens=rows, token_target=self.policy.token_trim_target,
+                               prefix=prefix, provider_budget=budget)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
         """After a reply, with the reply recorded (USAGE-1..6, the reference's
@@ -331,12 +343,22 @@ class Agent:
             return
         budget = self.runtime.effective_context_budget()
         target = self.policy.token_trim_target
-        scaled = scaled_budget(budget, reported, estimated, schema_tokens, target=target)
+        fitted = None
+        if self.policy.hidden_prefix == "calibrated":  # USAGE-8
+            rows = max(0, estimated - schema_tokens)
+            self._usage_pairs = (*self._usage_pairs, (rows, reported))[-PAIRS_KEPT:]
+            fitted = self._fitted = fit_hidden_prefix(self._usage_pairs, schema_tokens)
+        if fitted is not None:
+            due = budget > 0 and reported > budget
+            scaled = fitted.rows_budget(low_water_tokens(budget, target)) if due else None
+        else:
+            scaled = scaled_budget(budget, reported, estimated, schema_tokens, target=target)
         if scaled is None or self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             return
         self._visible_trim(
             budget_tokens=scaled,
             reported=(reported, estimated, schema_tokens, low_water_tokens(budget, target)),
+            prefix=fitted,
         )
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
@@ -354,14 +376,16 @@ class Agent:
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
         budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
         token_target: Fraction = Fraction(1), overflow: bool = False,
-        reported: tuple[int, int, int, int] | None = None,
+        reported: tuple[int, int, int, int] | None = None, prefix: HiddenPrefix | None = None,
+        provider_budget: int = 0,
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
         the event, naming a low-water mark only when it is not the spec's 1 and the overflow
         when one caused it (RUN-2), goes to the client transports and the observers
         (SEEN-2..3). A `reported` trim (reported, estimated, schema tokens, fit) states its
-        event in provider units (USAGE-6)."""
+        event in provider units (USAGE-6), by the hidden `prefix` when one was fitted
+        (USAGE-8)."""
         trim = trim_structured(
             self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
@@ -372,15 +396,26 @@ class Agent:
         self._store.replace(trim.history)
         self._store.crumb = True
         event = trim.event(tokens_after=self._ledger.total)
+        if reported is None and prefix is not None:  # USAGE-8: held to the rows' budget
+            event = event.model_copy(update={
+                "tokens_before": prefix.count(event.tokens_before),
+                "tokens_after": prefix.count(event.tokens_after),
+                "budget": low_water_tokens(provider_budget, token_target),
+                "counter": PROVIDER_UNITS, "hidden_prefix": prefix.prefix,
+                "ratio": prefix.ratio_text,
+            })
         if reported is not None:
             tokens, estimated, schemas, fit = reported
             target = self.policy.token_trim_target
             event = event.model_copy(update={
                 "tokens_before": tokens,
-                "tokens_after": calibrated(self._ledger.total + schemas, tokens, estimated),
+                "tokens_after": prefix.count(self._ledger.total) if prefix is not None
+                else calibrated(self._ledger.total + schemas, tokens, estimated),
                 "budget": fit,
                 "counter": PROVIDER_UNITS,
                 "target": None if target == 1 else str(target),
+                "hidden_prefix": None if prefix is None else prefix.prefix,
+                "ratio": None if prefix is None else prefix.ratio_text,
             })
         self._publish(event.after_overflow() if overflow else event)
 
