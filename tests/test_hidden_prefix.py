@@ -90,3 +90,32 @@ def test_usage_8_off_by_default() -> None:
     b = trim_to_reported_budget_with_crumb(rows, 2_000, 3 * estimated, estimated,
                                            reports=[(100, 50_000)])
     assert a == b
+
+
+def test_usage_8_histtrim_trim_fits_the_prefix_on_the_file_s_reports(
+        tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`histtrim trim --policy` with `hidden_prefix = "calibrated"` on a shipped Claude Code
+    session: the prefix is fitted on every reply's recorded usage, the event records it, and
+    the kept rows' count by that fit is within the budget."""
+    from pathlib import Path
+
+    from histtrim.cli import main
+
+    session = (Path(__file__).resolve().parent.parent / "examples" / "real" / "claude-code"
+               / "m-thisness-21037e11.jsonl")
+    policy = tmp_path / "policy.toml"
+    policy.write_text('hidden_prefix = "calibrated"\n', encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["trim", str(session), "--format", "anthropic", "--budget", "60000",
+                 "--policy", str(policy), "-o", str(out)]) == 0
+    events = [json.loads(line) for line in capsys.readouterr().err.splitlines()
+              if line.startswith("{")]
+    assert len(events) == 1
+    event = events[0]
+    assert event["counter"] == "reported_usage" and event["hidden_prefix"] > 0 and event["ratio"]
+    assert event["tokens_after"] <= 60_000 < event["tokens_before"]
+    assert main(["trim", str(session), "--format", "anthropic", "--budget", "60000",
+                 "-o", str(out)]) == 0
+    single = [json.loads(line) for line in capsys.readouterr().err.splitlines()
+              if line.startswith("{")]
+    assert "hidden_prefix" not in single[0]

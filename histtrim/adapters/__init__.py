@@ -110,6 +110,32 @@ def last_reply_report(
     return None if reported is None else (reported, estimated)
 
 
+def recorded_pairs(
+    rows: int, role: Callable[[int], str], record: Callable[[int], object],
+    cost: Callable[[int], int],
+) -> list[tuple[int, int]]:
+    """USAGE-8 on a recorded transcript: (the estimate of the rows before a reply, its
+    reported input tokens) for every reply with a usable report, oldest first (a reply: a run
+    of assistant rows; its report, the first of its records with a `usage` key). One pass."""
+    pairs: list[tuple[int, int]] = []
+    total, i = 0, 0
+    while i < rows:
+        if role(i) != "assistant":
+            total += cost(i)
+            i += 1
+            continue
+        before, found = total, None
+        while i < rows and role(i) == "assistant":
+            value = record(i)
+            if found is None and isinstance(value, Mapping) and "usage" in value:
+                found = reported_input_tokens(value["usage"])
+            total += cost(i)
+            i += 1
+        if found is not None and before > 0:
+            pairs.append((before, found))
+    return pairs
+
+
 def recorded_report(
     records: Sequence[object], rows: Sequence[ChatMessage], *,
     token_counter: TokenCounter | None = None, policy: Policy = SPEC, cut: bool = False,

@@ -7,14 +7,14 @@ planned on that one `TurnIndex` (and its row costs), in the runtime's order."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim.adapters import last_reply_report, recorded_report
+from histtrim.adapters import last_reply_report, recorded_pairs, recorded_report
 from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import edited_message, openai_breadcrumb
@@ -40,7 +40,14 @@ from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_pr
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, Policy, low_water_tokens
-from histtrim.reported_usage import PROVIDER_UNITS, calibrated, scaled_budget
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    HiddenPrefix,
+    calibrated,
+    fit_hidden_prefix,
+    scaled_budget,
+    usable_report,
+)
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import edit_tool_context
 from histtrim.trim import breadcrumb_message
@@ -395,23 +402,42 @@ def _cut(crumb: bool, slot: ChatMessage | None) -> bool:
     return crumb or (slot is not None and slot.role == "user" and slot.content == BREADCRUMB)
 
 
-def _scaled(limits: _Limits, report: tuple[int, int] | None) -> _Limits:
+def _fitted(limits: _Limits, report: tuple[int, int] | None, pairs: Callable[[], list[
+        tuple[int, int]]]) -> HiddenPrefix | None:
+    """USAGE-8: the hidden prefix fitted on the file's recorded reports, when the policy
+    calibrates it and the last reply's report is usable (`pairs` reads them, once)."""
+    if report is None or not limits.budget or limits.policy.hidden_prefix != "calibrated":
+        return None
+    return fit_hidden_prefix(
+        [(e, r) for e, r in pairs() if usable_report(r, e, policy=limits.policy,
+                                                     warn=lambda _: None) is not None])
+
+
+def _scaled(limits: _Limits, report: tuple[int, int] | None,
+            fitted: HiddenPrefix | None = None) -> _Limits:
     """The limits with the budget scaled by estimated / reported when the recorded report is
-    over it (USAGE-1..2); unchanged otherwise."""
+    over it (USAGE-1..2; by the fitted hidden prefix, USAGE-8); unchanged otherwise."""
     if report is None or not limits.budget:
         return limits
-    scaled = scaled_budget(limits.budget, *report)
+    if fitted is not None:
+        scaled = fitted.rows_budget(low_water_tokens(
+            limits.budget, limits.policy.token_trim_target)) if report[0] > limits.budget else None
+    else:
+        scaled = scaled_budget(limits.budget, *report)
     if scaled is None:
         return limits
     return _Limits(limits.max_turns, min(limits.budget, scaled), limits.route, limits.pricing)
 
 
 def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
-                    target: Fraction) -> _Outcome:
-    """The outcome's figures and events in the provider's units (USAGE-3, USAGE-6)."""
+                    target: Fraction, fitted: HiddenPrefix | None = None) -> _Outcome:
+    """The outcome's figures and events in the provider's units (USAGE-3, USAGE-6; by the
+    fitted hidden prefix, USAGE-8)."""
     tokens, estimated = report
 
     def units(value: int) -> int:
+        if fitted is not None:
+            return fitted.count(value)
         return calibrated(value, tokens, estimated)
 
     outcome.tokens_before, outcome.tokens = units(outcome.tokens_before), units(outcome.tokens)
@@ -421,6 +447,8 @@ def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
         "budget": low_water_tokens(budget, target) if event.reason == "token_budget"
         else event.budget,
         "counter": PROVIDER_UNITS,
+        "hidden_prefix": None if fitted is None else fitted.prefix,
+        "ratio": None if fitted is None else fitted.ratio_text,
     }) for event in outcome.events]
     return outcome
 
@@ -444,11 +472,17 @@ def cmd_trim(args: argparse.Namespace) -> int:
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     report: tuple[int, int] | None = None
     refused: list[str] = []
+    fitted: HiddenPrefix | None = None
     if hf is not None:
         limits = _limits(args)
         report = None if args.ignore_usage else _file_report(
             hf, args.crumb_present, refused, limits.policy)
-        outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
+        system = hf.system_rows
+        fitted = _fitted(limits, report, lambda: recorded_pairs(
+            len(hf), lambda i: hf.row(i).role,
+            lambda i: hf.record(i - system) if i >= system else None, hf.costs.__getitem__))
+        outcome, output = _trim_file(source, hf, _scaled(limits, report, fitted),
+                                     args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = _limits(args)
@@ -461,15 +495,20 @@ def cmd_trim(args: argparse.Namespace) -> int:
                     policy=limits.policy, warn=refused.append,
                     cut=_cut(args.crumb_present, rows[slot] if slot < len(rows) else None),
                 )
-            outcome = _trim_rows(session, session.rows, _scaled(limits, report),
+            prices = limits.pricing
+            fitted = _fitted(limits, report, lambda: recorded_pairs(
+                len(rows), lambda i: rows[i].role, session.records.__getitem__,
+                lambda i: prices.plain(rows[i])))
+            outcome = _trim_rows(session, session.rows, _scaled(limits, report, fitted),
                                  args.crumb_present)
         else:
             outcome = _trim_structured(session, limits, args.crumb_present)
         if outcome.records is not None:
             output = render(session, outcome.records)
-    if _scaled(limits, report) is not limits:
+    if _scaled(limits, report, fitted) is not limits:
         assert report is not None and limits.budget
-        outcome = _provider_units(outcome, report, limits.budget, limits.policy.token_trim_target)
+        outcome = _provider_units(outcome, report, limits.budget,
+                                  limits.policy.token_trim_target, fitted)
     # Everything is validated before the first byte is written; a file's pieces are made as
     # they go into its temporary copy (the target changes only once they all are).
     emit(args.output, output)
