@@ -131,3 +131,15 @@ def test_spec_policy_keeps_the_reference_ceiling_off_the_library_function() -> N
     estimated = estimate_history_tokens(history)
     assert refused_report(estimated * 5000, estimated, policy=SPEC) is not None
     assert trim_to_reported_budget(history, estimated * 50, estimated * 5000, estimated).trimmed
+
+
+def test_usage_7_trim_anthropic_with_usage_is_idempotent() -> None:
+    """The library's `trim_anthropic(usage=True)` reads the same rule (`recorded_report`):
+    its own output, trimmed again at the same budget, keeps every message."""
+    from histtrim.adapters.anthropic import trim_anthropic
+
+    messages = [json.loads(line) for line in CLAUDE.read_text(encoding="utf-8").splitlines()]
+    body, first = trim_anthropic({"messages": messages}, budget_tokens=40_000, usage=True)
+    assert first.trimmed
+    again, second = trim_anthropic(body, budget_tokens=40_000, usage=True)
+    assert not second.trimmed and again == body

@@ -14,7 +14,7 @@ from histtrim._checks import non_negative
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.events import HistoryTrimmed
 from histtrim.low_water import Replay, holds_cut, plan_held_trim, request_points, two_prices
-from histtrim.messages import ChatMessage, chat_rows
+from histtrim.messages import BREADCRUMB, ChatMessage, chat_rows
 from histtrim.policy import SPEC, Policy, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
@@ -136,14 +136,27 @@ def recorded_pairs(
     return pairs
 
 
+def rows_were_cut(crumb_present: bool, slot: ChatMessage | None) -> bool:
+    """USAGE-7 on recorded rows: whether turns were dropped from them, so that a reply's
+    recorded usage may count rows they no longer hold (a report kept by a trim describes the
+    request before it): the owner's flag, or the breadcrumb a trim writes in the slot after
+    the system rows (`slot`, None when there is no row there). Only a report is set aside on
+    this: what counts as a turn is still the flag's alone (SEEN-1)."""
+    return crumb_present or (
+        slot is not None and slot.role == "user" and slot.content == BREADCRUMB)
+
+
 def recorded_report(
     records: Sequence[object], rows: Sequence[ChatMessage], *,
-    token_counter: TokenCounter | None = None, policy: Policy = SPEC, cut: bool = False,
-    warn: Callable[[str], object] = warn_refused,
+    token_counter: TokenCounter | None = None, policy: Policy = SPEC,
+    crumb_present: bool = False, warn: Callable[[str], object] = warn_refused,
 ) -> tuple[int, int] | None:
     """`last_reply_report` on records (row k is the row of record k): a record's `usage` key
-    holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent."""
+    holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent.
+    Rows that were cut (`rows_were_cut`) give no report (USAGE-7)."""
     prices = Pricing(policy, token_counter)
+    slot = index_turns(rows).body_start
+    cut = rows_were_cut(crumb_present, rows[slot] if slot < len(rows) else None)
     return last_reply_report(
         len(rows), lambda i: rows[i].role, records.__getitem__,
         lambda end: prices.total(rows[:end]), policy=policy, cut=cut, warn=warn,

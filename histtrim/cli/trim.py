@@ -14,7 +14,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim.adapters import last_reply_report, recorded_pairs, recorded_report
+from histtrim.adapters import (
+    last_reply_report,
+    recorded_pairs,
+    recorded_report,
+    rows_were_cut,
+)
 from histtrim.adapters.anthropic import result_ids
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import edited_message, openai_breadcrumb
@@ -382,24 +387,16 @@ def _file_report(
     hf: HistoryFile, crumb: bool, warnings: list[str], policy: Policy = SPEC
 ) -> tuple[int, int] | None:
     """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5),
-    when it describes these rows (USAGE-7, `_cut`)."""
+    when it describes these rows (USAGE-7, `rows_were_cut`)."""
     system = hf.system_rows
     slot = hf.prefix_len
     return last_reply_report(
         len(hf), lambda i: hf.row(i).role,
         lambda i: hf.record(i - system) if i >= system else None,
         lambda end: sum(hf.costs[:end]), policy=policy,
-        cut=_cut(crumb, hf.row(slot) if slot < len(hf) else None), warn=warnings.append,
+        cut=rows_were_cut(crumb, hf.row(slot) if slot < len(hf) else None),
+        warn=warnings.append,
     )
-
-
-def _cut(crumb: bool, slot: ChatMessage | None) -> bool:
-    """USAGE-7 on a file: whether turns were dropped from it, so that a reply's recorded
-    usage may count rows the file no longer holds (the report kept by a trim describes the
-    request before it): the owner's flag, or the breadcrumb a trim writes in the slot after
-    the system rows. Only the report is set aside: the turns are still counted by the flag
-    alone (SEEN-1)."""
-    return crumb or (slot is not None and slot.role == "user" and slot.content == BREADCRUMB)
 
 
 def _fitted(limits: _Limits, report: tuple[int, int] | None, pairs: Callable[[], list[
@@ -489,11 +486,10 @@ def cmd_trim(args: argparse.Namespace) -> int:
         if session.rows is not None:
             if not args.ignore_usage and len(session.records) == len(session.rows):
                 rows = session.rows
-                slot = index_turns(rows).body_start
                 report = recorded_report(
                     session.records, rows, token_counter=limits.pricing.counter,
                     policy=limits.policy, warn=refused.append,
-                    cut=_cut(args.crumb_present, rows[slot] if slot < len(rows) else None),
+                    crumb_present=args.crumb_present,
                 )
             prices = limits.pricing
             fitted = _fitted(limits, report, lambda: recorded_pairs(
