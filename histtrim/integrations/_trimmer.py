@@ -13,6 +13,7 @@ import operator
 import sys
 import threading
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
@@ -286,7 +287,7 @@ class ReportBook:
     def __init__(self, limit: int = 1 << 20) -> None:
         self.limit = limit
         self.bytes = 0
-        self._entries: dict[tuple[int, int, int], Held] = {}
+        self._entries: OrderedDict[tuple[int, int, int], Held] = OrderedDict()
         self._firsts: dict[int, list[tuple[int, int, int]]] = {}
         self._lock = threading.Lock()
 
@@ -319,7 +320,7 @@ class ReportBook:
             self._firsts.setdefault(key[0], []).append(key)
             self.bytes += entry.size()
             while self.bytes > self.limit and self._entries:
-                self._drop(next(iter(self._entries)))
+                self._drop(next(iter(self._entries)))  # the least recently used
 
     def _drop(self, key: tuple[int, int, int]) -> None:
         entry = self._entries.pop(key, None)
@@ -339,8 +340,10 @@ class ReportBook:
         with self._lock:
             if not self._entries:
                 return
-            for p, row in enumerate(rows):
-                keys = self._firsts.get(_row_key(row))
+            firsts = self._firsts
+            for p, item in enumerate(seen.priced):
+                row = item.row
+                keys = firsts.get(hash((row.role, row.content)))
                 for key in keys or ():
                     end = p + key[1]
                     if end > len(rows) or (best is not None and end <= best[0]):
@@ -351,7 +354,7 @@ class ReportBook:
             if best is None:
                 return
             _, start, entry = best
-            self._entries[entry.key] = self._entries.pop(entry.key)  # recently used
+            self._entries.move_to_end(entry.key)  # recently used
         seen.floor = max(0, start - entry.back) if entry.back else 0
         seen.report, seen.pairs = entry.report, entry.pairs
 
