@@ -477,7 +477,9 @@ def same_model(requested: object, reported: object) -> bool:
     return reported.startswith(requested) and rest[:1] == "-" and rest[1:2].isdigit()
 
 
-def schema_tokens(tools: Iterable[tuple[object, object, object]], policy: Policy = SPEC) -> int:
+def schema_tokens(
+    tools: Iterable[tuple[object, object, object]], policy: Policy | None = None
+) -> int:
     """The estimate of the tool schemas a framework sends beside the rows (name, description,
     parameters of each: `estimate_tool_schemas`), the reports' `tool_schema_tokens`; 0 when
     they cannot be read (a guest never fails its host's run over a figure)."""
@@ -485,7 +487,7 @@ def schema_tokens(tools: Iterable[tuple[object, object, object]], policy: Policy
         return estimate_tool_schemas([
             {"name": str(name), "description": "" if text is None else str(text),
              "parameters": params if isinstance(params, Mapping) else {}}
-            for name, text, params in tools], policy=policy)
+            for name, text, params in tools], policy=SPEC if policy is None else policy)
     except Exception:
         return 0
 
