@@ -352,3 +352,34 @@ def test_usage_8_langchain_calibrated_prefix_holds_requests_under_the_budget(
         assert len(over) >= 3
         assert all(e.hidden_prefix is None and "hidden_prefix" not in e.to_json()
                    for e in events)
+
+
+def test_the_integrations_price_the_tool_schemas_they_are_given() -> None:
+    """Each framework hands its tool schemas to the model call; the integrations price them
+    (`schema_tokens`, EST-1 per tool) as the reports' `tool_schema_tokens`, and a schema they
+    cannot read counts 0 rather than failing the run."""
+    from histtrim.estimate import estimate_tool_schemas
+    from histtrim.integrations._trimmer import schema_tokens
+
+    params = {"type": "object", "properties": {"path": {"type": "string"}},
+              "required": ["path"]}
+    expected = estimate_tool_schemas([{"name": "read", "description": "Read a file.",
+                                       "parameters": params}])
+    assert schema_tokens([("read", "Read a file.", params)]) == expected > 0
+    assert schema_tokens([("read", None, None)]) > 0
+    assert schema_tokens([(object(), object(), {"bad": float("nan")})]) == 0
+    pytest.importorskip("langchain_core")
+    from langchain_core.tools import tool
+
+    from histtrim.integrations.langchain import _tool_schema
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        return path
+
+    name, text, schema = _tool_schema(read)
+    assert (name, text) == ("read", "Read a file.") and "path" in str(schema)
+    assert _tool_schema({"type": "function", "function": {
+        "name": "read", "description": "Read a file.", "parameters": params}}) == (
+        "read", "Read a file.", params)
