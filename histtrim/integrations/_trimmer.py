@@ -595,6 +595,8 @@ class Trimmer:
         self.cache = PriceCache(self.pricing)
         self.prefixes = Prefixes()
         """The last histories priced, whose units and prices a longer one reuses."""
+        self._last_fit: tuple[tuple[object, int], HiddenPrefix | None] | None = None
+        """The last USAGE-8 fit and the pairs it was made of."""
         self.book = ReportBook()
         """Each conversation's report and held cut, by the rows of the request it counts."""
         self._crumb_priced: Priced | None = None
@@ -675,7 +677,11 @@ class Trimmer:
                 or self.policy.hidden_prefix != "calibrated"):
             return None
         _, _, schemas = seen.report if seen.report is not None else (0, 0, 0)
-        return fit_hidden_prefix(seen.pairs, schemas)
+        key = (seen.pairs, schemas)
+        last = self._last_fit
+        if last is None or last[0] != key:  # the same pairs at every call until a report
+            last = self._last_fit = (key, fit_hidden_prefix(seen.pairs, schemas))
+        return last[1]
 
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
