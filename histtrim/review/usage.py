@@ -14,7 +14,7 @@ what it sends."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import accumulate, pairwise
@@ -30,13 +30,18 @@ from histtrim.review.loss import NO_LOSS, ContextLoss, RowTokens, distinctive_to
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import index_turns
 
-Method = Literal["estimate", "reported", "langchain", "tokenizer", "calibrated"]
+Method = Literal["estimate", "reported", "langchain", "tokenizer", "calibrated", "fitted"]
 METHODS: tuple[Method, ...] = ("estimate", "reported", "langchain", "tokenizer")
 """Issue 43's table."""
 PREFIX_METHODS: tuple[Method, ...] = ("estimate", "reported", "calibrated")
 """Issue 48's table: the estimate, the reference's single ratio and the calibrated hidden
-prefix (USAGE-8). The fitted running turn (issue 48 item 2) is added here as a method when
-its mechanism is in."""
+prefix (USAGE-8); "fitted" (the calibrated prefix and the running turn fitted by a tool
+context edit, issue 48 item 2) is measured when the caller gives the edit (`fit_turn`)."""
+
+FitTurn = Callable[[list[ChatMessage], bool, int], tuple[list[ChatMessage], list[int]]]
+"""A tool context edit fitting a request to a budget: (the request's rows, whether they hold
+the breadcrumb, the budget in estimate units) -> (the rows sent, each one's source row in the
+request)."""
 
 LANGCHAIN_CLIP = (Fraction(1), Fraction(5, 4))
 """`count_tokens_approximately(use_usage_metadata_scaling=True)` scales the approximate count
@@ -136,7 +141,7 @@ def replay_usage(
     rows: Sequence[ChatMessage], budget: int, method: Method, provider: Provider,
     *, estimate_costs: Sequence[int] | None = None, crumb_estimate: int | None = None,
     counter_costs: Sequence[int] | None = None, counter_crumb: int | None = None,
-    measure_loss: bool = False,
+    measure_loss: bool = False, fit_turn: FitTurn | None = None,
 ) -> UsageReplay:
     """Send every request of `rows` under `method` and count it as `provider` does.
 
@@ -154,7 +159,12 @@ def replay_usage(
     calibrated (USAGE-8): the reported trim with the hidden prefix fitted on the session's
     (estimate sent, count) pairs (`fit_hidden_prefix`), and each request's estimate held to
     the rows' budget the fit gives (`HiddenPrefix.rows_budget`). `measure_loss`: the needed
-    context each request lost against the full request (`histtrim.review.loss`)."""
+    context each request lost against the full request (`histtrim.review.loss`).
+
+    fitted: calibrated, and a request still over the rows' budget after the whole-turn cut is
+    edited by `fit_turn` (required) to fit it; the edit is what is sent, counted and cached."""
+    if method == "fitted" and fit_turn is None:
+        raise ValueError("fit_turn: the fitted method needs the tool context edit")
     est = list(estimate_costs) if estimate_costs is not None else message_costs(rows)
     crumb_est = (
         crumb_estimate if crumb_estimate is not None else ESTIMATE.plain(breadcrumb_message())
@@ -178,6 +188,7 @@ def replay_usage(
     prompts: list[Prompt] = []
     moves = 0
     previous_cut = 0
+    crumb_row = breadcrumb_message()
     pairs: list[tuple[int, int]] = []
     fitted: HiddenPrefix | None = None
     alone: list[bool] = []
@@ -200,7 +211,7 @@ def replay_usage(
             continue
         if method in ("estimate", "reported"):
             limit, sums, crumb = budget, est_sums, crumb_est
-        elif method == "calibrated":
+        elif method in ("calibrated", "fitted"):
             limit = budget if fitted is None else min(budget, fitted.rows_budget(budget))
             sums, crumb = est_sums, crumb_est
         elif method == "langchain":
@@ -215,6 +226,15 @@ def replay_usage(
         cut = starts[first]
         sent_est = fixed(est_sums, crumb_est) + est_sums[end] - est_sums[cut]
         sent_rows = fixed(real_sums, provider.crumb) + real_sums[end] - real_sums[cut]
+        order: list[int] = [*range(prefix), *([-1] if crumbed else []), *range(cut, end)]
+        sent_list = [crumb_row if i < 0 else rows[i] for i in order]
+        edited: list[tuple[int, ChatMessage]] | None = None
+        if method == "fitted" and fit_turn is not None and sent_est > limit:
+            messages, sources = fit_turn(sent_list, crumbed, limit)
+            edited = [(order[k], m) for k, m in zip(sources, messages, strict=True)]
+            new_est = sum(message_costs(messages))
+            sent_rows = sent_rows * new_est // max(sent_est, 1)
+            sent_est = new_est
         if recorded is None:
             count = provider.hidden + sent_rows
         else:
@@ -236,22 +256,32 @@ def replay_usage(
         alone.append(count_of(small_est, small_real, end) <= budget)
         if measure_loss and end < len(rows):
             loss += request_loss(
-                _reply_text(rows[end]), rows[:end], [*rows[:prefix], *rows[cut:end]],
+                _reply_text(rows[end]), rows[:end],
+                sent_list if edited is None else [m for _, m in edited],
                 system=system_tokens, tokens=tokens)
         blocks: list[tuple[object, int]] = [("hidden", provider.hidden)] if provider.hidden else []
-        blocks += [(i, provider.costs[i]) for i in range(prefix)]
-        if crumbed:
-            blocks.append(("crumb", provider.crumb))
-        blocks += [(i, provider.costs[i]) for i in range(cut, end)]
+        if edited is None:
+            blocks += [(i, provider.costs[i]) if i >= 0 else ("crumb", provider.crumb)
+                       for i in order]
+        else:
+            for i, message in edited:
+                if i < 0:
+                    blocks.append(("crumb", provider.crumb))
+                elif message is rows[i]:
+                    blocks.append((i, provider.costs[i]))
+                else:  # a row the edit changed: its own block, priced at its row's ratio
+                    price = message_costs([message])[0]
+                    blocks.append((("edit", i, message.content),
+                                   provider.costs[i] * price // max(est[i], 1)))
         prompts.append(tuple(blocks))
         if cut != previous_cut:
             moves += 1
             previous_cut = cut
         ratio = Fraction(count, max(sent_est, 1))
-        if method == "calibrated":
+        if method in ("calibrated", "fitted"):
             pairs.append((sent_est, count))
             fitted = fit_hidden_prefix(pairs)
-        if method in ("reported", "calibrated"):
+        if method in ("reported", "calibrated", "fitted"):
             after = points[n + 1] if n + 1 < len(points) else len(rows)
             if method == "reported":
                 scaled = scaled_budget(budget, count, sent_est)
