@@ -1,6 +1,7 @@
 """What the three integrations share: the limits resolved once (budget, turn limit, counter,
 policy), the whole-turn trim of a framework's units (one provider-facing row each), the
-reactive 2/3 trim after an overflow, the pairing guard and the event delivery.
+reactive 2/3 trim after an overflow, the reports each conversation's requests got
+(`ReportBook`, USAGE-7..8), the pairing guard and the event delivery.
 
 A unit is whatever one row stands for in a framework (a message, some parts of a message, a
 run of input items); the framework module maps units to rows and kept units back to its own

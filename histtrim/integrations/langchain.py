@@ -10,7 +10,7 @@ every message, then the kept ones and the breadcrumb): the dropped turns leave t
 
 Each response's `usage_metadata["input_tokens"]` is the provider's count of the request
 sent: a count over the budget trims the next request to the budget in provider units, once,
-and the cut is held (USAGE-1..6, `Trimmer.report`). The rows are the ones
+and the cut is held, per conversation (USAGE-1..8, `Trimmer.report`). The rows are the ones
 `histtrim.adapters.langchain.from_langchain` builds; the messages sent are
 the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[langchain]'`."""
 

@@ -9,7 +9,7 @@ run_config=RunConfig(call_model_input_filter=HisttrimInputFilter()))`, or `run_w
   (`is_context_overflow`: OpenAI's `context_length_exceeded`, LiteLLM's, other providers'), it
   trims the input that overflowed to two thirds of its estimate and calls the model once more
   (RUN-2). The SDK has no overflow hook, so the retry lives in the model; it also hands
-  each response's `usage.input_tokens` to the filter (USAGE-1..6, `Trimmer.report`).
+  each response's `usage.input_tokens` to the filter (USAGE-1..8, `Trimmer.report`).
 - `HisttrimSession` wraps any `Session`: it stores every item and each run reads the newest
   `max_turns` whole turns, the breadcrumb first when older turns are left out.
 - `run_with_histtrim(agent, input, ...)` runs `Runner.run` with the filter installed and the
