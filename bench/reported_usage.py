@@ -27,8 +27,8 @@ the budget, over it although the newest tool exchange alone would fit, the input
 Anthropic's prompt cache relative to the estimate alone, and the needed context lost
 (`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
 out, the others tune (no constant of the methods is fitted here; the plausibility ceiling of
-USAGE-7 and the fit's window were set before, on every session); both parts are printed side
-by side. Writes bench/results/reported_usage_prefix.csv."""
+USAGE-7 was set on the tuning part, the fit's window was not measured); both parts are printed
+side by side. Writes bench/results/reported_usage_prefix.csv."""
 
 from __future__ import annotations
 
