@@ -1,4 +1,4 @@
-"""CTX-1..9: tool context retention, a request-time edit of the provider-facing rows.
+"""CTX-1..10: tool context retention, a request-time edit of the provider-facing rows.
 
 Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
 (`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
@@ -13,14 +13,21 @@ from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate
+from itertools import accumulate, compress
+from operator import is_not
 from typing import Any
 
-from histtrim.carriers import json_object, parse_tool_calls, parse_tool_result, tool_call_ids
+from histtrim.carriers import (
+    ATTACHMENTS_HEADER,
+    json_object,
+    parse_tool_calls,
+    parse_tool_result,
+    tool_call_ids,
+    tool_results_carrier,
+)
 from histtrim.counting import Pricing, TokenCounter
-from histtrim.low_water import request_points
 from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage, Role, chat_rows
-from histtrim.policy import SPEC, Policy, ToolContext
+from histtrim.policy import SPEC, Policy, ToolContext, low_water_tokens
 from histtrim.turns import crumb_slot, leading_system_count
 
 PARSE_ERROR_PREFIX = "[Tool call parse error]"
@@ -53,6 +60,12 @@ class ToolContextEdit:
     cleared_inputs: int = 0
     cleared: tuple[int, ...] = ()
     """Clear: the input rows of the cleared results, in order."""
+    tokens: int | None = None
+    """Clear: the estimate of `messages` (the policy's prices), when the edit knows it."""
+    resumed: int = 0
+    """Clear with a `ClearMemo`: the rows the previous edit with it had read; of those, only
+    the rows `touched` are sent otherwise than in its request."""
+    touched: tuple[int, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -144,10 +157,80 @@ class _Result:
     row: int
     call_id: str | None
     names: tuple[str, ...]
+    """The tool each output answers (a carrier's id-named outputs resolved to their call's)."""
     content: str
+    images: bool
+    calls: tuple[tuple[str, int], ...]
+    """(call id, row) of the call each output answers: the nearest row before it that
+    issued the id (decision "Reused call ids")."""
 
 
 _TOOL_RESULT_OPEN = '<tool_result name="'
+_TOOL_RESULT_CLOSE = "\n</tool_result>"
+_ERROR_SUFFIX = " error"
+
+
+def carrier_sections(content: str) -> tuple[list[tuple[str, str]], str] | None:
+    """A `[Tool results]` carrier's (name, output) sections and the text after them, its
+    attachments block left out; None when the outputs hold the markup themselves (which
+    section ends where is then ambiguous) or the carrier is not the markup. One pass."""
+    if not content.startswith(TOOL_RESULTS_PREFIX + "\n"):
+        return None
+    body = content[len(TOOL_RESULTS_PREFIX) + 1:]
+    header = ATTACHMENTS_HEADER.match(body)
+    if header is not None and body[header.end():header.end() + 1] in ("\n", ""):
+        count = int(header.group(1)) if len(header.group(1)) < 7 else 10**7
+        lines = body.split("\n", count + 1)
+        if len(lines) <= count + 1:
+            return None
+        body = lines[-1]
+    sections: list[tuple[str, str]] = []
+    at = 0
+    while body.startswith(_TOOL_RESULT_OPEN, at):
+        name_end = body.find('">\n', at)
+        if name_end < 0:
+            return None
+        name = body[at + len(_TOOL_RESULT_OPEN):name_end]
+        close = body.find(_TOOL_RESULT_CLOSE, name_end + 3)
+        if close < 0 or '"' in name or "\n" in name:
+            return None
+        sections.append((name, body[name_end + 3:close]))
+        at = close + len(_TOOL_RESULT_CLOSE)
+        if body.startswith("\n" + _TOOL_RESULT_OPEN, at):
+            at += 1
+    if not sections or body.count(_TOOL_RESULT_OPEN) != len(sections):
+        return None
+    if body.count(_TOOL_RESULT_CLOSE[1:]) != len(sections):
+        return None
+    return sections, body[at:]
+
+
+@lru_cache(maxsize=1 << 16)
+def _calls(content: str) -> tuple[tuple[str, str], ...]:
+    """(id, name) of each native call an assistant row with this text dispatches. Cached: a
+    request is rebuilt at every provider call, and its rows are the previous request's."""
+    parsed = parse_tool_calls(ChatMessage(role="assistant", content=content))
+    return () if parsed is None else tuple((c.id, c.name) for c in parsed.calls)
+
+
+@lru_cache(maxsize=1 << 16)
+def _answer(content: str) -> tuple[str, str, bool] | None:
+    """(call id, output, holds images) of a tool row with this text; None when its envelope
+    is unreadable."""
+    result = parse_tool_result(ChatMessage(role="tool", content=content))
+    if result is None:
+        return None
+    return result.tool_call_id, result.content, bool(result.attachments)
+
+
+@lru_cache(maxsize=1 << 16)
+def _carrier(content: str) -> tuple[tuple[str, ...], bool]:
+    """The names a carrier's outputs carry (a tool's, or a call id, `id error` for a
+    failed one) and whether it declares images."""
+    found = carrier_sections(content)
+    names = tuple(n for n, _ in found[0]) if found is not None else _carrier_names(content)
+    lines = content.split("\n", 2)
+    return names, len(lines) > 1 and ATTACHMENTS_HEADER.fullmatch(lines[1]) is not None
 
 
 def _carrier_names(content: str) -> tuple[str, ...]:
@@ -164,42 +247,12 @@ def _carrier_names(content: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@lru_cache(maxsize=1 << 16)
-def _calls(content: str) -> tuple[tuple[str, str], ...]:
-    """(id, name) of each native call an assistant row with this text dispatches. Cached: a
-    request is rebuilt at every provider call, and its rows are the previous request's."""
-    parsed = parse_tool_calls(ChatMessage(role="assistant", content=content))
-    return () if parsed is None else tuple((c.id, c.name) for c in parsed.calls)
-
-
-@lru_cache(maxsize=1 << 16)
-def _answer(content: str) -> tuple[str, str] | None:
-    """(call id, output) of a tool row with this text; None when its envelope is unreadable."""
-    result = parse_tool_result(ChatMessage(role="tool", content=content))
-    return None if result is None else (result.tool_call_id, result.content)
-
-
-def _results(rows: Sequence[ChatMessage], start: int) -> tuple[list[_Result], dict[str, int]]:
-    """The tool results after `start`, with the tool each answers, and the row of each call."""
-    names: dict[str, str] = {}
-    call_row: dict[str, int] = {}
-    found: list[_Result] = []
-    for i in range(start, len(rows)):
-        row = rows[i]
-        if row.role == "assistant":
-            if '"tool_calls"' in row.content or "\\u" in row.content:  # an escaped key too
-                for call_id, name in _calls(row.content):
-                    names[call_id] = name
-                    call_row[call_id] = i
-        elif row.role == "tool":
-            answer = _answer(row.content)
-            if answer is not None:  # an unreadable legacy row is never rewritten
-                tool = names.get(answer[0])
-                found.append(_Result(i, answer[0], () if tool is None else (tool,), answer[1]))
-        elif row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
-            body = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
-            found.append(_Result(i, None, _carrier_names(row.content), body))
-    return found, call_row
+def _preview(text: str, placeholder: str, preview: int) -> str:
+    """CTX-7: the placeholder, then the output's first `preview` characters when it is
+    longer."""
+    if preview and len(text) > preview:
+        return f"{placeholder}\n{text[:preview]}"
+    return placeholder
 
 
 @lru_cache(maxsize=1 << 16)
@@ -207,13 +260,19 @@ def _cleared_content(
     role: str, call_id: str | None, content: str, placeholder: str, preview: int
 ) -> str:
     """The result with its output replaced (CTX-7): a tool row keeps its call id (its images
-    go with the output); a carrier keeps its prefix. Cached: each request clears again."""
-    text = placeholder
-    if preview and len(content) > preview:
-        text = f"{placeholder}\n{content[:preview]}"
+    go with the output); a carrier keeps each section's name, each output its own preview
+    (one whose outputs hold the markup is cleared whole, without one). Cached: each request
+    clears again."""
     if role == "tool":
-        return _compact({"tool_call_id": call_id, "content": text})
-    return f"{TOOL_RESULTS_PREFIX}\n{text}"
+        return _compact({"tool_call_id": call_id, "content": _preview(content, placeholder,
+                                                                      preview)})
+    found = carrier_sections(content)
+    if found is None:
+        return f"{TOOL_RESULTS_PREFIX}\n{placeholder}"
+    sections, tail = found
+    cleared = tool_results_carrier(
+        [(name, _preview(output, placeholder, preview)) for name, output in sections])
+    return cleared.content + tail
 
 
 @lru_cache(maxsize=1 << 16)
@@ -232,8 +291,10 @@ def _text_cost(pricing: Pricing, role: str, content: str) -> int:
     return pricing.plain(ChatMessage.model_validate({"role": role, "content": content}))
 
 
-def _without_inputs(row: ChatMessage, ids: set[str]) -> ChatMessage:
-    """The call row with the arguments of the calls `ids` emptied (`{}`), the rest as it was."""
+@lru_cache(maxsize=1 << 12)
+def _without_inputs(row: ChatMessage, ids: frozenset[str]) -> ChatMessage:
+    """The call row with the arguments of the calls `ids` emptied (`{}`), the rest as it was.
+    Cached: each request clears again."""
     envelope = json_object(row.content)
     assert envelope is not None
     for call in envelope["tool_calls"]:
@@ -247,6 +308,19 @@ def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+class ClearMemo:
+    """What a clear (CTX-6..10) computed for the rows it last edited: pass one to each edit
+    of a history that grows between provider calls, and an edit reads only the rows added
+    since (and, once a new turn starts, the last turn's rows that declare images, priced
+    again as older rows). Edits of other rows, or under other settings, start over. Holds
+    the rows it read (references, no copies)."""
+
+    __slots__ = ("_scan",)
+
+    def __init__(self) -> None:
+        self._scan: _Scan | None = None
+
+
 def clear_tool_results(
     history: Iterable[ChatMessage | Mapping[str, Any]],
     settings: ToolContext,
@@ -254,94 +328,327 @@ def clear_tool_results(
     crumb_present: bool = False,
     policy: Policy = SPEC,
     token_counter: TokenCounter | None = None,
+    budget_tokens: int | None = None,
+    memo: ClearMemo | None = None,
 ) -> ToolContextEdit:
     """CTX-6..9: the oldest eligible tool results replaced by `settings.placeholder`, their
     calls kept. Eligible: not among the newest `keep` results (or in the newest `keep` turns),
-    not a tool of `exclude_tools`, longer than `min_chars`. A request estimated above
-    `trigger_tokens` clears; with `hold` the trigger reads the request as sent, replayed over
-    the requests the history records, so between two clears each request extends the last.
-    Linear in the rows."""
-    rows = chat_rows(history)
-    start = _body_start(rows, crumb_present)
-    results, call_row = _results(rows, start)
-    if not results:
-        return ToolContextEdit.identity(rows)
-    pricing = Pricing(policy, token_counter)
-    costs = pricing.costs(rows)
-    full = list(accumulate(costs, initial=0))
-    excluded = set(settings.exclude_tools)
-    candidates = [
-        r for r in results
-        if not excluded.intersection(r.names) and len(r.content) > settings.min_chars
-    ]
-    placeholder, preview = settings.placeholder, settings.preview_chars
-    news = [
-        _cleared_content(rows[r.row].role, r.call_id, r.content, placeholder, preview)
-        for r in candidates
-    ]
-    freed = list(accumulate(
-        (costs[r.row] - _text_cost(pricing, rows[r.row].role, new)
-         for r, new in zip(candidates, news, strict=True)),
-        initial=0,
-    ))
-    result_rows = [r.row for r in results]
-    cand_rows = [r.row for r in candidates]
-    bounds = _boundaries(rows, start)
+    not a tool of `exclude_tools`, longer than `min_chars` (or holding an image). A request
+    estimated above `trigger_tokens` clears; with `hold` the trigger reads the request as
+    sent, replayed over the requests the history records, so between two clears each request
+    extends the last.
 
-    def eligible(end: int) -> int:
+    CTX-10, with a positive `budget_tokens` (the budget the whole-turn trim applied): a
+    request still over it as sent clears the oldest eligible results but the newest `keep`
+    (the running turn's too), in one batch down to the policy's low-water mark of the
+    budget; replayed like `hold`, so between two such clears each request extends the last.
+    Linear in the rows; with a `memo`, in the rows added since the last edit."""
+    rows = chat_rows(history)
+    key = (settings, policy, token_counter, crumb_present, budget_tokens or 0)
+    scan = None if memo is None else memo._scan
+    if scan is None or not scan.extends(key, rows):
+        scan = _Scan(key, rows, _body_start(rows, crumb_present))
+    else:
+        scan.resumed = scan.n
+    scan.extend(rows)
+    if memo is not None:
+        memo._scan = scan
+    return scan.edit(rows)
+
+
+_Key = tuple[ToolContext, Policy, "TokenCounter | None", bool, int]
+
+
+class _Scan:
+    """A clear's state over `rows[:n]`, extended in place by the rows that follow: the tool
+    results and their calls, each row's price and the prefix sums, the candidates and what
+    clearing each frees, the replay of the requests, and the request last sent."""
+
+    def __init__(self, key: _Key, rows: Sequence[ChatMessage], start: int) -> None:
+        settings, policy, counter, _, budget = key
+        self.key = key
+        self.settings = settings
+        self.pricing = Pricing(policy, counter)
+        self.rows: list[ChatMessage] = []
+        self.n = 0
+        self.resumed = 0
+        """How many rows the last edit had already read (0: it read them all)."""
+        self.start = start
+        self.names: dict[str, str] = {}
+        self.call_row: dict[str, int] = {}
+        self.result_rows: list[int] = []
+        self.candidates: list[_Result] = []
+        self.cand_rows: list[int] = []
+        self.news: list[str] = []
+        self.gain: list[int] = []
+        """What clearing each candidate frees (negative when its placeholder is longer)."""
+        self.freed = [0]
+        """Prefix sums of the gains, the negative ones as 0 (for the clear points)."""
+        self.exact = [0]
+        """Prefix sums of the gains (the size of the request sent)."""
+        self.costs: list[int] = []
+        self.full = [0]
+        self.declaring: list[int] = []
+        """Rows of the current turn that declare images: priced as older once one follows."""
+        self.bounds: list[int] = []
+        self.points: list[int] = []
+        """The requests the rows record, but the last (the whole rows)."""
+        self.log: list[int] = []
+        """The clears made after the replay reached each of `points`."""
+        ratio = settings.clear_to
+        self.goal = settings.trigger_tokens * ratio.numerator // ratio.denominator
+        self.fit_goal = 0 if not budget else low_water_tokens(budget, policy.token_trim_target)
+        self.budget = budget
+        self.replays = settings.hold or bool(budget)
+        self.out: list[ChatMessage] = []
+        self.out_done = 0
+        self.by_call: dict[int, set[str]] = {}
+        self.inputs_gain: dict[int, int] = {}
+        self.touched: set[int] = set()
+        self.moved: set[int] = set()
+        """Rows `extends` found equal but other objects (sent as the new ones)."""
+
+    def extends(self, key: _Key, rows: Sequence[ChatMessage]) -> bool:
+        """Whether `rows` are the scanned rows and more, under `key` (compared at C speed,
+        identity first); an equal row that is another object takes the old one's place."""
+        n = self.n
+        if key != self.key or len(rows) < n or not n or self.rows != rows[:n]:
+            return False
+        moved = list(compress(range(n), map(is_not, self.rows, rows[:n])))
+        for i in moved:  # (the breadcrumb row, made again at each trim)
+            if self.out[i] is self.rows[i]:
+                self.out[i] = rows[i]
+                self.moved.add(i)
+            self.rows[i] = rows[i]
+        return True
+
+    def extend(self, rows: Sequence[ChatMessage]) -> None:
+        """Read `rows[n:]`: O(new rows), plus the repriced rows of the turn that ended."""
+        old, n = self.n, len(rows)
+        new = rows[old:]
+        self.rows.extend(new)
+        pricing = self.pricing
+        self.costs.extend(pricing.costs(new))
+        dirty = old
+        for i in range(old, n):  # the turns of `Pricing.costs` (no crumb flag), as it reads
+            row = rows[i]
+            if row.facts.opens_turn and self.declaring:
+                dirty = min(dirty, self.declaring[0])
+                for d in self.declaring:
+                    if d < old:
+                        self.costs[d] = pricing.cost(self.rows[d], current_turn=False)
+                self.declaring = []
+            if row.facts.declares_attachments:
+                self.declaring.append(i)
+        del self.full[dirty + 1:]
+        self.full.extend(accumulate(self.costs[dirty:], initial=self.full[dirty]))
+        del self.full[dirty + 1]  # accumulate repeats its initial value
+        first_new = len(self.candidates)
+        self._read(rows, old, n)
+        # the candidates whose price moved, and those just read: their gains again
+        k = bisect_left(self.cand_rows, dirty)
+        k = min(k, first_new)
+        text = _text_cost
+        for j in range(k, len(self.candidates)):
+            r = self.candidates[j]
+            gain = self.costs[r.row] - text(pricing, rows[r.row].role, self.news[j])
+            if j < len(self.gain):
+                self.gain[j] = gain
+            else:
+                self.gain.append(gain)
+        del self.freed[k + 1:]
+        del self.exact[k + 1:]
+        self.freed.extend(accumulate((max(g, 0) for g in self.gain[k:]), initial=self.freed[k]))
+        del self.freed[k + 1]
+        self.exact.extend(accumulate(self.gain[k:], initial=self.exact[k]))
+        del self.exact[k + 1]
+        for p in range(max(old, 1), n):
+            if rows[p].role == "assistant" and rows[p - 1].role != "assistant":
+                self.points.append(p)
+        if self.replays:
+            keep = bisect_left(self.points, dirty + 1)
+            del self.log[keep:]
+            done = self.log[-1] if self.log else 0
+            for end in self.points[len(self.log):]:
+                done = self._step(done, end)
+                self.log.append(done)
+        self.n = n
+
+    def _read(self, rows: Sequence[ChatMessage], old: int, n: int) -> None:
+        """The tool results of rows `old..n`, each with the tool it answers and its call's
+        row. An output named by a call id (an Anthropic `tool_use_id`) is named by that
+        call's tool: one naming in every format (CTX-6's `exclude_tools`)."""
+        names, call_row = self.names, self.call_row
+        settings = self.settings
+        excluded = set(settings.exclude_tools)
+        placeholder, preview = settings.placeholder, settings.preview_chars
+        for i in range(max(old, self.start), n):
+            row = rows[i]
+            if opens_retention_turn(row):
+                self.bounds.append(i)
+            found: _Result | None = None
+            if row.role == "assistant":
+                if '"tool_calls"' in row.content or "\\u" in row.content:  # escaped key too
+                    for call_id, name in _calls(row.content):
+                        names[call_id] = name
+                        call_row[call_id] = i
+            elif row.role == "tool":
+                answer = _answer(row.content)
+                if answer is not None:  # an unreadable legacy row is never rewritten
+                    call_id, output, images = answer
+                    tool = names.get(call_id)
+                    at = call_row.get(call_id)
+                    found = _Result(
+                        i, call_id, () if tool is None else (tool,), output, images,
+                        () if at is None else ((call_id, at),),
+                    )
+            elif row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
+                body = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
+                raw, images = _carrier(row.content)
+                tools: list[str] = []
+                calls: list[tuple[str, int]] = []
+                for name in raw:
+                    call_id = name if name in names else name.removesuffix(_ERROR_SUFFIX)
+                    if call_id in names:
+                        tools.append(names[call_id])
+                        calls.append((call_id, call_row[call_id]))
+                    else:
+                        tools.append(name)
+                found = _Result(i, None, tuple(tools), body, images, tuple(calls))
+            if found is None:
+                continue
+            self.result_rows.append(i)
+            if (excluded and excluded.intersection(found.names)) or not (
+                len(found.content) > settings.min_chars or found.images
+            ):
+                continue
+            self.candidates.append(found)
+            self.cand_rows.append(i)
+            source = found.content if found.call_id is not None else row.content
+            self.news.append(
+                _cleared_content(row.role, found.call_id, source, placeholder, preview))
+
+    def _eligible(self, end: int) -> int:
         """How many candidates a request `rows[:end]` may clear (a prefix of them)."""
-        if settings.keep == 0:
+        settings = self.settings
+        keep = settings.keep
+        if keep == 0:
             limit = end
         elif settings.keep_unit == "results":
-            present = bisect_left(result_rows, end)
-            limit = result_rows[present - settings.keep] if present > settings.keep else 0
+            present = bisect_left(self.result_rows, end)
+            limit = self.result_rows[present - keep] if present > keep else 0
         else:
-            turns = bisect_left(bounds, end)
-            limit = bounds[turns - settings.keep] if turns > settings.keep else 0
-        return bisect_left(cand_rows, limit)
+            turns = bisect_left(self.bounds, end)
+            limit = self.bounds[turns - keep] if turns > keep else 0
+        return bisect_left(self.cand_rows, limit)
 
-    trigger = settings.trigger_tokens
-    ratio = settings.clear_to
-    goal = trigger * ratio.numerator // ratio.denominator
-
-    def clear_from(done: int, end: int) -> int:
+    def _clear_from(self, done: int, end: int) -> int:
         """Candidates cleared once request `rows[:end]` (with `done` cleared) triggers."""
-        most = eligible(end)
+        most = self._eligible(end)
         upto = most
-        if ratio:
-            upto = done
-            while upto < most and full[end] - freed[upto] > goal:
-                upto += 1
-        if upto <= done or freed[upto] - freed[done] < settings.clear_at_least:
+        if self.settings.clear_to:
+            upto = max(done, min(most, bisect_left(
+                self.freed, self.full[end] - self.goal, done, max(most, done))))
+        if upto <= done or self.freed[upto] - self.freed[done] < self.settings.clear_at_least:
             return done
         return upto
 
-    n = len(rows)
-    done = 0
-    if settings.hold:
-        for end in request_points(rows):
-            if full[end] - freed[done] > trigger:
-                done = clear_from(done, end)
-    elif full[n] > trigger:
-        done = clear_from(0, n)
-    if not done:
-        return ToolContextEdit.identity(rows)
-    out = list(rows)
-    for r, new in zip(candidates[:done], news[:done], strict=True):
-        out[r.row] = _cleared_row(rows[r.row].role, new)
-    inputs = 0
-    if settings.clear_inputs:
-        by_call: dict[int, set[str]] = {}
-        for r in candidates[:done]:
-            if r.call_id is not None and r.call_id in call_row:
-                by_call.setdefault(call_row[r.call_id], set()).add(r.call_id)
-        for at, ids in sorted(by_call.items()):
-            out[at] = _without_inputs(rows[at], ids)
-            inputs += len(ids)
-    return ToolContextEdit(
-        out, list(range(n)), cleared_results=done, cleared_inputs=inputs,
-        cleared=tuple(r.row for r in candidates[:done]),
-    )
+    def _fit_from(self, done: int, end: int) -> int:
+        """CTX-10: candidates cleared once request `rows[:end]` is over the budget as sent:
+        all but the newest `keep` results, from the oldest, until it fits the low water."""
+        keep = self.settings.keep
+        present = bisect_left(self.result_rows, end)
+        limit = end if not keep else (
+            self.result_rows[present - keep] if present > keep else 0)
+        most = bisect_left(self.cand_rows, limit)
+        if most <= done:
+            return done
+        return bisect_left(self.freed, self.full[end] - self.fit_goal, done, most)
+
+    def _step(self, done: int, end: int) -> int:
+        """The replay at request `rows[:end]`: the trigger (held, or at the last request),
+        then the budget (CTX-10)."""
+        hold = self.settings.hold
+        if (hold or end == self.n_end) and (
+            self.full[end] - self.freed[done] > self.settings.trigger_tokens
+        ):
+            done = max(done, self._clear_from(done if hold else 0, end))
+        if self.budget and self.full[end] - self.freed[done] > self.budget:
+            done = self._fit_from(done, end)
+        return done
+
+    @property
+    def n_end(self) -> int:
+        return len(self.rows)
+
+    def edit(self, rows: Sequence[ChatMessage]) -> ToolContextEdit:
+        """The request for the rows read: the clears of the replay (or of the trigger) made
+        on the last edit's request, only the rows that change written again."""
+        n = self.n
+        if self.replays:
+            done = self._step(self.log[-1] if self.log else 0, n)
+        elif self.full[n] > self.settings.trigger_tokens:
+            done = self._clear_from(0, n)
+        else:
+            done = 0
+        resumed = self.resumed
+        out = self.out
+        touched, self.moved = self.moved, set()
+        if len(out) != resumed:  # a scan made anew
+            out[:] = rows
+            self.out_done, self.by_call, self.inputs_gain = 0, {}, {}
+        else:
+            out.extend(rows[resumed:])
+        candidates, news = self.candidates, self.news
+        before = self.out_done
+        for j in range(min(before, done), max(before, done)):
+            at = candidates[j].row
+            out[at] = _cleared_row(rows[at].role, news[j]) if j < done else rows[at]
+            touched.add(at)
+        if self.settings.clear_inputs:
+            self._inputs(rows, before, done, touched)
+        self.out_done = done
+        self.touched = touched
+        if not done:
+            return ToolContextEdit.identity(rows)
+        tokens = self.full[n] - self.exact[done] + sum(self.inputs_gain.values())
+        return ToolContextEdit(
+            list(out), list(range(n)), cleared_results=done,
+            cleared_inputs=sum(map(len, self.by_call.values())),
+            cleared=tuple(self.cand_rows[:done]), tokens=tokens, resumed=resumed,
+            touched=tuple(sorted(touched)),
+        )
+
+    def _inputs(
+        self, rows: Sequence[ChatMessage], before: int, done: int, touched: set[int]
+    ) -> None:
+        """`clear_inputs`: the calls of the cleared results lose their arguments (each
+        result's own call, decision "Reused call ids"); only the calls that change are
+        written again."""
+        by_call = self.by_call
+        changed: set[int] = set()
+        if done >= before:
+            for r in self.candidates[before:done]:
+                for call_id, at in r.calls:
+                    by_call.setdefault(at, set()).add(call_id)
+                    changed.add(at)
+        else:
+            changed = set(by_call)
+            by_call.clear()
+            for r in self.candidates[:done]:
+                for call_id, at in r.calls:
+                    by_call.setdefault(at, set()).add(call_id)
+        out, pricing = self.out, self.pricing
+        for at in changed:
+            ids = by_call.get(at)
+            if not ids:
+                out[at] = rows[at]
+                self.inputs_gain.pop(at, None)
+            else:
+                out[at] = _without_inputs(rows[at], frozenset(ids))
+                self.inputs_gain[at] = (
+                    _text_cost(pricing, "assistant", out[at].content) - self.costs[at])
+            touched.add(at)
 
 
 def edit_tool_context(
@@ -350,15 +657,19 @@ def edit_tool_context(
     *,
     crumb_present: bool = False,
     token_counter: TokenCounter | None = None,
+    budget_tokens: int | None = None,
+    memo: ClearMemo | None = None,
 ) -> ToolContextEdit:
     """The request the policy's `tool_context` sends for these rows: the one entry point of
-    every path (library, Agent, adapters, CLI, review)."""
+    every path (library, Agent, adapters, CLI, review). `budget_tokens`, the budget the
+    whole-turn trim applied: a clear policy fits a request still over it (CTX-10); `memo`:
+    a clear resumes from the last edit of these rows (`ClearMemo`)."""
     settings = policy.tool_context
     if settings.mode == "collapse":
         return collapse_tool_context(history, settings.keep_turns, crumb_present=crumb_present)
     if settings.mode == "clear":
         return clear_tool_results(
             history, settings, crumb_present=crumb_present, policy=policy,
-            token_counter=token_counter,
+            token_counter=token_counter, budget_tokens=budget_tokens, memo=memo,
         )
     return ToolContextEdit.identity(chat_rows(history))

@@ -183,7 +183,8 @@ def test_ctx_7_placeholder_ids_inputs_carriers_and_images() -> None:
     edit = clear_tool_results(rows, clear(keep=0, clear_inputs=True, preview_chars=4))
     assert edit.messages[2].content == '{"tool_call_id":"a1","content":"[cleared]"}'
     assert edit.messages[1].content == call("a1", args="{}").content
-    assert edit.messages[5].content == "[Tool results]\n[cleared]\n<too"
+    assert edit.messages[5].content == (  # each output its own preview, its name kept
+        '[Tool results]\n<tool_result name="shell">\n[cleared]\nyyyy\n</tool_result>')
     assert (edit.cleared_results, edit.cleared_inputs, edit.cleared) == (2, 1, (2, 5))
 
 
@@ -313,8 +314,8 @@ def test_ctx_adapters_send_the_edited_request_and_keep_the_input() -> None:
     sent, _ = trim_anthropic(body, budget_tokens=10**6, policy=every)
     block = sent["messages"][2]["content"][0]
     assert block == {"type": "tool_result", "tool_use_id": "t1", "content": "[cleared]"}
-    # a carrier names no call id, so clear_inputs reaches only native results' calls
-    assert sent["messages"][1]["content"][0]["input"] == {"q": "x"}
+    # a carrier's outputs answer their calls by id: clear_inputs reaches them too
+    assert sent["messages"][1]["content"][0]["input"] == {}
     assert body["messages"][2]["content"][0]["content"] == "big " * 100  # type: ignore[index]
     with pytest.raises(ValueError, match=r"policy\.tool_context"):
         trim_records(messages, from_openai(messages), budget_tokens=10**6, policy=clear)
@@ -341,7 +342,7 @@ def test_ctx_cli_trim_writes_the_request_the_policy_sends(
     tmp_path: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """CTX-1 and CTX-5 through `histtrim trim --policy`: the output is the collapsed
-    request; the input file is left as it is; an Anthropic body is refused naming the field."""
+    request; the input file is left as it is; an Anthropic body is edited too."""
     import json
     from pathlib import Path
 
@@ -362,8 +363,8 @@ def test_ctx_cli_trim_writes_the_request_the_policy_sends(
     body = folder / "body.json"
     body.write_text(json.dumps({"model": "m", "system": "s", "messages": [
         {"role": "user", "content": [{"type": "text", "text": "x"}]}]}))
-    assert main(["trim", str(body), "--budget", "100", "--policy", str(policy)]) != 0
-    assert "tool_context" in capsys.readouterr().err
+    assert main(["trim", str(body), "--budget", "100", "--policy", str(policy)]) == 0
+    assert json.loads(capsys.readouterr().out)["messages"][0]["content"][0]["text"] == "x"
 
 
 def test_ctx_9_the_agent_sends_held_clears_with_a_stable_prefix() -> None:

@@ -295,6 +295,7 @@ def trim_records_held(
             budget_in_force=budget_in_force, crumb_cost=crumb_cost,
             breadcrumb=breadcrumb_record is not None, counter=counter,
         )
+    fit_budget = budget_tokens  # the budget the cut applied, in the estimate's units
     if scaled is not None:
         plan = _in_provider_units(plan, reported, provider_budget, policy.token_trim_target)
         budget_tokens, counter = provider_budget, PROVIDER_UNITS
@@ -322,7 +323,10 @@ def trim_records_held(
         )
     if edit_record is None or policy.tool_context.mode == "off":
         return done
-    return _edited(done, edit_record, policy=policy, token_counter=token_counter)
+    units = None if scaled is None or reported is None else (
+        lambda value: calibrated(value, reported[0], reported[1]))
+    return _edited(done, edit_record, policy=policy, token_counter=token_counter,
+                   budget_tokens=fit_budget, units=units)
 
 
 def _edited(
@@ -331,11 +335,15 @@ def _edited(
     *,
     policy: Policy = SPEC,
     token_counter: TokenCounter | None = None,
+    budget_tokens: int | None = None,
+    units: Callable[[int], int] | None = None,
 ) -> RecordTrimResult[R]:
-    """The trimmed records as the request the policy's tool context sends (CTX-1..9): a
-    record whose row is unchanged is kept as it is; the others are written again."""
+    """The trimmed records as the request the policy's tool context sends (CTX-1..10): a
+    record whose row is unchanged is kept as it is; the others are written again. A token
+    trim's result and last event then report the tokens sent (`units`: in the provider's)."""
     edit = edit_tool_context(
-        done.rows, policy, crumb_present=done.crumb_present, token_counter=token_counter
+        done.rows, policy, crumb_present=done.crumb_present, token_counter=token_counter,
+        budget_tokens=budget_tokens,
     )
     if not edit.changed:
         return replace(done, tool_context=edit)
@@ -343,7 +351,16 @@ def _edited(
         done.records[src] if row is done.rows[src] else edit_record(done.records[src], row)
         for row, src in zip(edit.messages, edit.source_rows, strict=True)
     ]
-    return replace(done, records=records, rows=edit.messages, tool_context=edit)
+    edited = replace(done, records=records, rows=edit.messages, tool_context=edit)
+    if not isinstance(done.result, TrimResult):
+        return edited
+    sent = Pricing(policy, token_counter).total(edit.messages)
+    sent = sent if units is None else units(sent)
+    result = replace(done.result, tokens_after=sent)
+    if done.event is None:
+        return replace(edited, result=result)
+    event = done.event.model_copy(update={"tokens_after": sent})
+    return replace(edited, result=result, event=event, events=(*done.events[:-1], event))
 
 
 def _in_provider_units(

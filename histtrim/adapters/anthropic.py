@@ -43,6 +43,7 @@ from histtrim.carriers import (
 )
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage, ToolCall
 from histtrim.policy import SPEC, Policy
+from histtrim.tool_context import carrier_sections
 
 
 @dataclass(frozen=True)
@@ -143,25 +144,34 @@ def trim_anthropic(
         policy=policy,
         reported=recorded_report(records, conversation.rows, policy=policy,
                                  crumb_present=crumb_present) if usage else None,
-        edit_record=_edited_message,
+        edit_record=edited_message,
     )
     kept = [record for record in result.records[system:] if record is not None]
     return conversation.to_body(kept), result
 
 
-def _edited_message(message: AnthropicMessage | None, row: ChatMessage) -> AnthropicMessage:
+def edited_message(message: AnthropicMessage | None, row: ChatMessage) -> AnthropicMessage:
     """The message of a row the tool context edit changed (CTX-1..9): a collapse summary is
     an assistant text message; a cleared `[Tool results]` carrier keeps each `tool_result`
-    block (its id, its error flag) with the placeholder as its content; a call whose inputs
-    were cleared keeps its blocks, the cleared calls' `input` emptied."""
+    block (its id, its error flag), each with its own section's cleared output (the whole
+    cleared text when the sections cannot be read one to one); a call whose inputs were
+    cleared keeps its blocks, the cleared calls' `input` emptied."""
     assert message is not None  # system rows are never edited
     if row.role == "user" and row.content.startswith(TOOL_RESULTS_PREFIX):
-        text = row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")
-        blocks = [
-            {k: v for k, v in block.items() if k != "content"} | {"content": text}
-            if isinstance(block, Mapping) and block.get("type") == "tool_result" else block
-            for block in message["content"]
+        blocks_in = message["content"]
+        results = [
+            k for k, block in enumerate(blocks_in)
+            if isinstance(block, Mapping) and block.get("type") == "tool_result"
         ]
+        found = carrier_sections(row.content)
+        if found is not None and len(found[0]) == len(results):
+            texts = [output for _, output in found[0]]
+        else:
+            texts = [row.content[len(TOOL_RESULTS_PREFIX):].lstrip("\n")] * len(results)
+        blocks = list(blocks_in)
+        for k, text in zip(results, texts, strict=True):
+            blocks[k] = {key: v for key, v in blocks_in[k].items() if key != "content"} | {
+                "content": text}
         return {**message, "content": blocks}
     parsed = parse_tool_calls(row)
     if parsed is None:

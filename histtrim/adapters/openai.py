@@ -114,8 +114,17 @@ def trim_openai(
 
 def edited_message(message: Mapping[str, Any], row: ChatMessage) -> OpenAIMessage:
     """The message of a row the tool context edit changed (CTX-1..9): a cleared result or a
-    collapse summary, written as the row says; the message's other keys are kept."""
-    written = _to_message(row)
+    collapse summary, written as the row says; a call whose inputs were cleared keeps its
+    message and each call's keys, only `arguments` as the row says (the row's `extras`
+    would restore the old ones); the message's other keys are kept."""
+    written = _plain_message(row)
+    calls, old = written.get("tool_calls"), message.get("tool_calls")
+    if isinstance(calls, list) and isinstance(old, list) and len(calls) == len(old):
+        return {**message, "tool_calls": [
+            {**before, "function": {**before["function"],
+                                    "arguments": after["function"]["arguments"]}}
+            for before, after in zip(old, calls, strict=True)
+        ]}
     kept = {k: v for k, v in message.items() if k not in _WRITTEN_KEYS}
     return {**written, **kept}
 

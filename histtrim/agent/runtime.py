@@ -41,7 +41,7 @@ from histtrim.reported_usage import (
     usable_report,
 )
 from histtrim.route import ResolvedRuntime
-from histtrim.tool_context import edit_tool_context
+from histtrim.tool_context import ClearMemo, edit_tool_context
 from histtrim.visible import trim_structured
 
 __all__ = [
@@ -127,6 +127,8 @@ class Agent:
         self.events: list[HistoryTrimmed] = []
         self._store = AgentHistory(token_counter=token_counter, policy=self.policy)
         self._ledger = self._store.ledger
+        self._clear = ClearMemo()
+        """The last request's clear (CTX-6..10): the next one, which extends it, resumes it."""
         self._pending: list[HistoryTrimmed] = []
         self._usage_pairs: tuple[tuple[int, int], ...] = ()
         """The newest (rows estimate, reported) pairs of this session (USAGE-8's fit)."""
@@ -271,17 +273,21 @@ class Agent:
     def _request(self) -> tuple[list[ChatMessage], int]:
         """The rows to send and their estimate: the working history through the policy's
         tool context edit (CTX-1..9, a copy: the stored history and the ledger keep every
-        row, and the budget check before it reads them, decision-tool-context-order)."""
+        row, and the budget check before it reads them, decision-tool-context-order); a
+        request whole turns left over the budget is fitted to it (CTX-10)."""
         rows = self.working_history()
         if self.policy.tool_context.mode == "off":
             return rows, self._ledger.total
         edit = edit_tool_context(
             rows, self.policy, crumb_present=self._store.crumb,
             token_counter=self._ledger.token_counter,
+            budget_tokens=self.runtime.effective_context_budget(), memo=self._clear,
         )
         if not edit.changed:
             return rows, self._ledger.total
-        return edit.messages, self._ledger.pricing.total(edit.messages)
+        tokens = edit.tokens
+        return edit.messages, self._ledger.pricing.total(edit.messages) if tokens is None \
+            else tokens
 
     def _record_tool_round(self, answer: ProviderReply) -> None:
         max_chars = self.runtime.max_tool_result_chars
@@ -395,7 +401,8 @@ class Agent:
             return
         self._store.replace(trim.history)
         self._store.crumb = True
-        event = trim.event(tokens_after=self._ledger.total)
+        sent = self._request()[1]  # the request as the tool context edit sends it (CTX-10)
+        event = trim.event(tokens_after=sent)
         if reported is None and prefix is not None:  # USAGE-8: held to the rows' budget
             event = event.model_copy(update={
                 "tokens_before": prefix.count(event.tokens_before),
@@ -409,8 +416,8 @@ class Agent:
             target = self.policy.token_trim_target
             event = event.model_copy(update={
                 "tokens_before": tokens,
-                "tokens_after": prefix.count(self._ledger.total) if prefix is not None
-                else calibrated(self._ledger.total + schemas, tokens, estimated),
+                "tokens_after": prefix.count(sent) if prefix is not None
+                else calibrated(sent + schemas, tokens, estimated),
                 "budget": fit,
                 "counter": PROVIDER_UNITS,
                 "target": None if target == 1 else str(target),

@@ -7,6 +7,7 @@ planned on that one `TurnIndex` (and its row costs), in the runtime's order."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -20,13 +21,15 @@ from histtrim.adapters import (
     recorded_report,
     rows_were_cut,
 )
-from histtrim.adapters.anthropic import result_ids
+from histtrim.adapters.anthropic import anthropic_breadcrumb, result_ids
+from histtrim.adapters.anthropic import edited_message as anthropic_message
 from histtrim.adapters.formats import HistoryFile
 from histtrim.adapters.openai import edited_message, openai_breadcrumb
 from histtrim.adapters.rewrite import (
     FileTrim,
     file_trim,
     held_trim_history,
+    line_ending,
     trim_history,
     write_history_chunks,
 )
@@ -54,7 +57,7 @@ from histtrim.reported_usage import (
     usable_report,
 )
 from histtrim.route import ResolvedRuntime
-from histtrim.tool_context import edit_tool_context
+from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import breadcrumb_message
 from histtrim.turns import TurnIndex, index_turns
 from histtrim.visible import VisibleTrim, plan_visible_trim, trim_structured
@@ -176,7 +179,8 @@ def _edit_tool_context(
     rows = list(outcome.written)
     records = session.records if outcome.records is None else outcome.records
     edit = edit_tool_context(
-        rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter
+        rows, limits.policy, crumb_present=crumb, token_counter=limits.pricing.counter,
+        budget_tokens=limits.budget,
     )
     if not edit.changed:
         return
@@ -185,13 +189,7 @@ def _edit_tool_context(
         records[src] if row is rows[src] else write(records[src], row)
         for row, src in zip(edit.messages, edit.source_rows, strict=True)
     ]
-    outcome.written = edit.messages
-    outcome.tokens = limits.pricing.total(edit.messages)
-    outcome.tool_note = (
-        f"; tool context: {_count(edit.collapsed_turns, 'turn')} collapsed"
-        if edit.collapsed_turns else
-        f"; tool context: {_count(edit.cleared_results, 'result')} cleared"
-    )
+    _sent(outcome, edit, limits)
 
 
 def _edited_row(record: dict[str, Any], row: ChatMessage) -> dict[str, Any]:
@@ -295,7 +293,8 @@ def summary(path: str, outcome: _Outcome, limits: _Limits) -> str:
         if without > budget:
             text += (
                 f"; the newest turn alone is over the budget of {_count(budget, 'token')} and"
-                " is kept whole (CAP-1)"
+                + (" is kept whole (CAP-1)" if not outcome.tool_note else
+                   " keeps what the tool context edit cannot clear (CAP-1, CTX-10)")
             )
         else:
             more = (
@@ -337,8 +336,60 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
         result.turns_before, result.tokens_before, result.turns_after, result.tokens_after,
         events=result.events, crumb_tokens=result.crumb_tokens,
     )
+    if policy.tool_context.mode != "off":
+        edited = _edit_file(hf, result, outcome, limits)
+        if edited is not None:
+            return outcome, iter((edited,))
     outcome.warnings = file_pairing_warnings(hf, result)
     return outcome, write_history_chunks(hf, result)
+
+
+def _edit_file(
+    hf: HistoryFile, trim: FileTrim, outcome: _Outcome, limits: _Limits
+) -> bytes | None:
+    """The policy's tool context edit (CTX-1..9) of an Anthropic file's kept rows, the one
+    the library's `trim_anthropic` makes: the messages it changed are written again
+    (`anthropic.edited_message`), the others as read; None when it changes nothing."""
+    system = hf.system_rows
+    kept = [*range(trim.body_start), *range(trim.cut, len(hf))]
+    rows = [hf.row(i) for i in kept]
+    records: list[Any] = [hf.record(i - system) if i >= system else None for i in kept]
+    if trim.crumb_inserted:
+        rows.insert(trim.body_start, breadcrumb_message())
+        records.insert(trim.body_start, anthropic_breadcrumb())
+    edit = edit_tool_context(rows, limits.policy, crumb_present=trim.crumb_present,
+                             token_counter=limits.pricing.counter, budget_tokens=limits.budget)
+    if not edit.changed:
+        return None
+    messages = [
+        records[src] if row is rows[src] else anthropic_message(records[src], row)
+        for row, src in zip(edit.messages, edit.source_rows, strict=True)
+    ][system:]
+    _sent(outcome, edit, limits)
+    document: Any = messages if hf.body is None else {**hf.body, "messages": messages}
+    newline = line_ending(hf.data)
+    if hf.layout == "jsonl":
+        return b"".join(json.dumps(m, ensure_ascii=False).encode() + newline
+                        for m in messages)
+    return json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+def _sent(outcome: _Outcome, edit: ToolContextEdit, limits: _Limits) -> None:
+    """The outcome as the edited request (CTX-1..10): its rows, its tokens (the last event's
+    too: what is sent) and the summary's note."""
+    outcome.written = edit.messages
+    outcome.tokens = limits.pricing.total(edit.messages)
+    if outcome.events:
+        last = outcome.events[-1].model_copy(update={"tokens_after": outcome.tokens})
+        outcome.events = [*outcome.events[:-1], last]
+    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results)
+
+
+def _tool_note(collapsed: int, cleared: int) -> str:
+    """What the tool context edit did, for the summary line."""
+    if collapsed:
+        return f"; tool context: {_count(collapsed, 'turn')} collapsed"
+    return f"; tool context: {_count(cleared, 'result')} cleared"
 
 
 _WARNINGS_SHOWN = 5
@@ -456,16 +507,11 @@ def cmd_trim(args: argparse.Namespace) -> int:
     # The file's columns are priced with the spec's constants: a policy that prices rows
     # otherwise, or edits tool context, takes the session reader, but for an Anthropic body,
     # which only the file reader reads (targets, turn and budget defaults leave the prices as
-    # they are).
+    # they are; its tool context edit, `_edit_file`, rewrites the messages it changes).
     policy = _policy(args)
     edits = policy.tool_context.mode != "off"
     custom = (edits or not policy.prices_like(SPEC)) and (
         args.format or sniff(data)) != "anthropic"
-    if edits and not custom:  # an Anthropic body (sniffed above)
-        raise InputError(
-            "--policy", "tool_context: an Anthropic body is trimmed on its columns here; "
-            "use the library's trim_anthropic(policy=...) for its tool context edit",
-        )
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     report: tuple[int, int] | None = None
     refused: list[str] = []

@@ -285,15 +285,30 @@ def collapse_tool_context(history: Any, arguments: Mapping[str, Any]) -> JsonObj
 
 
 def clear_tool_results(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
-    """Placeholder clearing (CTX-6..9) of the history as the current request."""
+    """Placeholder clearing (CTX-6..9) of the history as the current request; with
+    `budget_tokens`, fitted to it (CTX-10, down to `token_trim_target`, a fraction's text)."""
     policy = _tool_context(arguments)
+    budget = optional(arguments, "budget_tokens", 0)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ProtocolError(INVALID_INPUT, "arguments.budget_tokens: expected an integer >= 0")
+    target = optional(arguments, "token_trim_target", "1")
+    try:
+        policy = policy.model_copy(update={
+            "token_trim_target": Policy.model_validate({"token_trim_target": target})
+            .token_trim_target})
+    except ValidationError:
+        raise ProtocolError(
+            INVALID_INPUT, "arguments.token_trim_target: expected a fraction in (0, 1]"
+        ) from None
     edit = tool_context.clear_tool_results(
         chat_rows(history_list(history)), policy.tool_context,
-        crumb_present=_flag(arguments, "crumb_present"),
+        crumb_present=_flag(arguments, "crumb_present"), policy=policy,
+        budget_tokens=budget,
     )
     return {
         "rows": rows_json(edit.messages), "cleared": list(edit.cleared),
         "cleared_inputs": edit.cleared_inputs,
+        "tokens": estimate.estimate_history_tokens(edit.messages, policy=policy),
     }
 
 

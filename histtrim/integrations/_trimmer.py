@@ -41,7 +41,7 @@ from histtrim.reported_usage import (
     usable_report,
 )
 from histtrim.route import ResolvedRuntime, resolve_runtime
-from histtrim.tool_context import ToolContextEdit, edit_tool_context
+from histtrim.tool_context import ClearMemo, ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, breadcrumb_message
 from histtrim.turns import index_turns, index_with_facts
 
@@ -526,6 +526,9 @@ class Trimmed(Generic[U]):
     tool_context: ToolContextEdit | None = None
     """The policy's tool context edit of the kept rows (CTX-1..9), when it changed any:
     `units` and `rows` are then what is sent, a changed unit written by the framework."""
+    paired: Sequence[int] = ()
+    """A clear's request (CTX-6..10, `positions` dropped): the kept positions it stands for
+    row for row, with the same calls and results (`check_sent` reads its pairing there)."""
 
     @property
     def trimmed(self) -> bool:
@@ -602,6 +605,12 @@ class Trimmer:
         """Each conversation's report and held cut, by the rows of the request it counts."""
         self._crumb_priced: Priced | None = None
         """Each unit's row and prices, once per instance (`PriceCache`)."""
+        self._clear = ClearMemo()
+        """The last clear (CTX-6..10), which the next request of that history resumes."""
+        self._cleared: tuple[list[Any], list[Priced]] | None = None
+        """The units and prices of the last edited request (`_edited`)."""
+        self._clearing = threading.Lock()
+        """Held while an edit reads and updates `_clear`; a concurrent edit goes without."""
 
     def __repr__(self) -> str:
         return (
@@ -668,8 +677,9 @@ class Trimmer:
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
-        self._emit(plan.events)
-        return self._rebuild(plan, units, priced, crumb, seen, rewrite)
+        done = self._rebuild(plan, units, priced, crumb, seen, rewrite, self.budget_tokens)
+        self._emit(done.events)
+        return done
 
     def _fitted(self, seen: Seen | None) -> HiddenPrefix | None:
         """USAGE-8: the hidden prefix fitted on the conversation's reports, when the policy
@@ -791,8 +801,8 @@ class Trimmer:
         target = self.policy.reactive_tokens(size)
         plan = self._plan(range(len(priced)), priced, crumb_present, target, None)
         plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
-        self._emit(plan.events)
-        done = self._rebuild(plan, units, priced, crumb, None, rewrite)
+        done = self._rebuild(plan, units, priced, crumb, None, rewrite, target)
+        self._emit(done.events)
         seen = None if sent is None else sent.seen
         if seen is None:
             return done
@@ -836,43 +846,85 @@ class Trimmer:
 
     def _rebuild(
         self, plan: _Plan, units: Sequence[U], priced: Sequence[Priced], crumb: U,
-        seen: Seen | None, rewrite: Rewrite[U] | None = None,
+        seen: Seen | None, rewrite: Rewrite[U] | None = None, budget: int = 0,
     ) -> Trimmed[U]:
         """The units the plan keeps: the leading ones, the crumb (-1), the rest to the end;
-        with `rewrite`, then the policy's tool context edit of them (`_edited`)."""
+        with `rewrite`, then the policy's tool context edit of them (`_edited`), fitted to
+        `budget` (CTX-10)."""
         out = kept_items(units, plan.positions, crumb)
         offset = 0 if seen is None else len(priced) - len(seen.priced)
         done = Trimmed(out, plan.rows, plan.crumb_present, plan.events, plan.tokens,
                        list(plan.priced), seen, plan.positions, offset, len(units))
         if rewrite is None or self.policy.tool_context.mode == "off":
             return done
-        return self._edited(done, rewrite)
+        return self._edited(done, rewrite, budget)
 
-    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U]) -> Trimmed[U]:
+    def _edited(self, done: Trimmed[U], rewrite: Rewrite[U], budget: int = 0) -> Trimmed[U]:
         """The request the policy's tool context sends (CTX-1..9), made from the kept rows
         alone (so the same history gives the same request): an unchanged unit is the
         framework's own object, a changed one is written by `rewrite`. The estimate of what
         is sent (`tokens`) is the edited rows'; `positions` are dropped (the units are no
-        longer the history's own, position for position)."""
+        longer the history's own, position for position). A request still over `budget`
+        is fitted to it (CTX-10); the last event then reports the tokens sent."""
+        if not self._clearing.acquire(blocking=False):  # another thread's edit: no memo
+            return self._edit(done, rewrite, budget, None)
+        try:
+            return self._edit(done, rewrite, budget, self._clear)
+        finally:
+            self._clearing.release()
+
+    def _edit(
+        self, done: Trimmed[U], rewrite: Rewrite[U], budget: int, memo: ClearMemo | None
+    ) -> Trimmed[U]:
+        """`_edited`, resumed from `memo` (the last request, when this one extends it)."""
         edit = edit_tool_context(
             done.rows, self.policy, crumb_present=done.crumb_present,
-            token_counter=self.token_counter,
+            token_counter=self.token_counter, budget_tokens=budget, memo=memo,
         )
+        last = None
+        if memo is not None:
+            last, self._cleared = self._cleared, None
         if not edit.changed:
             return done
-        units: list[U] = []
-        priced: list[Priced] = []
-        for row, src in zip(edit.messages, edit.source_rows, strict=True):
-            if row is done.rows[src]:
+        units: list[U]
+        priced: list[Priced]
+        if edit.resumed and last is not None and len(last[0]) == edit.resumed:
+            # the last request, extended: only the rows the edit sends otherwise are written
+            k = edit.resumed
+            units = [*last[0][:k], *done.units[k:]]
+            priced = [*last[1][:k], *done.priced[k:]]
+            for at in edit.touched:
+                self._write(done, edit.messages[at], at, units, priced, rewrite)
+        else:
+            units, priced = [], []
+            for row, src in zip(edit.messages, edit.source_rows, strict=True):
                 units.append(done.units[src])
                 priced.append(done.priced[src])
-            else:
-                units.append(rewrite(done.units[src], row))
-                price = self.pricing.plain(row)
-                priced.append(Priced(row, price, price))
-        tokens = self.pricing.total(edit.messages)
+                if row is not done.rows[src]:
+                    self._write(done, row, len(units) - 1, units, priced, rewrite, src)
+        tokens = self.pricing.total(edit.messages) if edit.tokens is None else edit.tokens
+        if edit.tokens is not None and memo is not None:
+            self._cleared = (units, priced)
+        events = done.events
+        if events and events[-1].counter != PROVIDER_UNITS:
+            events = (*events[:-1], events[-1].model_copy(update={"tokens_after": tokens}))
         return replace(done, units=units, rows=edit.messages, priced=priced, tokens=tokens,
-                       positions=(), tool_context=edit)
+                       positions=(), tool_context=edit, events=events,
+                       paired=done.positions if edit.tokens is not None else ())
+
+    def _write(
+        self, done: Trimmed[U], row: ChatMessage, at: int, units: list[U],
+        priced: list[Priced], rewrite: Rewrite[U], src: int | None = None,
+    ) -> None:
+        """Unit `at` of the request as `row` says: the kept unit when the edit left its row
+        as it was, else the framework's rewrite of it, priced as plain text."""
+        src = at if src is None else src
+        if row is done.rows[src]:
+            units[at], priced[at] = done.units[src], done.priced[src]
+            return
+        units[at] = rewrite(done.units[src], row)
+        price = self.pricing.plain(row)
+        priced[at] = Priced(row, price, price)
 
     def _crumb(self) -> Priced:
         """The breadcrumb row and its price (a plain row, SEEN-1), made once."""
@@ -888,14 +940,14 @@ class Trimmer:
         breadcrumb never break a pair, so the request's errors are the history's errors in
         the rows it keeps."""
         seen = sent.seen
-        if seen is None or not sent.positions:
+        positions = sent.positions or sent.paired
+        if seen is None or not positions:
             self.check_pairing(sent.rows)
             return
         problems = _history_problems(seen)
         if not problems:
             return
         history = list(map(_ROW, seen.priced))
-        positions = sent.positions
         first = _first_kept(positions)
         if first is None:
             _refuse(problems, history)

@@ -167,15 +167,15 @@ def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInp
 
 def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Unit]:
     """Writes the items of a unit the tool context edit changed (CTX-1..9), new dicts: a
-    cleared `function_call_output` keeps its `call_id` and gets the placeholder as its
-    output; a collapse summary is one assistant message in place of the calls; a call whose
-    inputs were cleared keeps its `call_id` and name, its `arguments` "{}"."""
+    cleared output keeps its `call_id` and gets the placeholder as an output of its own
+    type (`_cleared_output`); a collapse summary is one assistant message in place of the
+    calls; a call whose inputs were cleared keeps its `call_id` and name, its `arguments` "{}"."""
 
     def rewrite(unit: Unit, row: ChatMessage) -> Unit:
         old = [items[i] for i in unit]
         result = parse_tool_result(row)
         if result is not None:
-            return tuple({**item, "output": result.content} for item in old)
+            return tuple(_cleared_output(item, result.content) for item in old)
         parsed = parse_tool_calls(row)
         if parsed is None:
             return ({"role": "assistant", "content": row.content},)
@@ -187,6 +187,23 @@ def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Uni
         )
 
     return rewrite
+
+
+def _cleared_output(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """An output item with `text` in place of what it returned, still a valid item of its
+    type: a string output becomes `text`; a `shell_call_output`'s chunks one chunk of that
+    stdout (its first outcome kept); a list of parts one `input_text` part; a
+    `tool_search_output` loads no tools (it has no `output`)."""
+    if "output" not in item:
+        return {**item, "tools": []}
+    output = item["output"]
+    if not isinstance(output, list):
+        return {**item, "output": text}
+    if item.get("type") == "shell_call_output":
+        first = output[0] if output and isinstance(output[0], dict) else {}
+        outcome = first.get("outcome", {"type": "exit", "exit_code": 0})
+        return {**item, "output": [{"stdout": text, "stderr": "", "outcome": outcome}]}
+    return {**item, "output": [{"type": "input_text", "text": text}]}
 
 
 def _sent(items: Sequence[Any], done: Trimmed[Unit]) -> list[TResponseInputItem]:
@@ -228,6 +245,10 @@ def _row(side: str, item: dict[str, Any]) -> ChatMessage:
         return ChatMessage.system(_text(item.get("content", ""), images=False))
     if side == "user":
         return ChatMessage.user(_text(item.get("content", ""), images=True))
+    if item.get("type") == "shell_call_output" and _shell_chunks(item.get("output")):
+        return result_row(item["call_id"], "".join(  # what the shell printed
+            str(chunk.get("stdout", "")) + str(chunk.get("stderr", ""))
+            for chunk in item["output"]))
     if "output" in item:
         output = item["output"]
     else:  # a `tool_search_output`: the tools it loaded are what the model reads
@@ -289,6 +310,13 @@ def _assistant_row(group: Sequence[dict[str, Any]]) -> tuple[ChatMessage, int]:
     if text[:1] == "{":
         return ChatMessage.assistant(json.dumps(text, ensure_ascii=False)), generated
     return ChatMessage.assistant(text), generated
+
+
+def _shell_chunks(output: object) -> bool:
+    """Whether a `shell_call_output`'s output is its chunks of stdout and stderr."""
+    return isinstance(output, list) and all(
+        isinstance(c, dict) and isinstance(c.get("stdout", ""), str)
+        and isinstance(c.get("stderr", ""), str) for c in output)
 
 
 def _text(content: Any, *, images: bool) -> str:

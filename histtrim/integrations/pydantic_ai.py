@@ -20,9 +20,12 @@ Needs the `pydantic-ai` extra: `pip install 'histtrim[pydantic-ai]'`."""
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import compress
+from operator import is_, is_not
 from typing import Any, cast
 
 from histtrim.carriers import (
@@ -124,13 +127,56 @@ def message_rows(message: Any, m: int = 0) -> list[tuple[tuple[int, ...], ChatMe
         raise ValueError(f"messages[{m}]: {error}") from None
 
 
-def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[ModelMessage]:
+@dataclass
+class _Made:
+    """The last request `from_units` made: the next one, whose units extend or only change
+    near their end (a clear's, CTX-6..10), resumes from the last group they share."""
+
+    messages: Sequence[ModelMessage] = ()
+    units: list[Unit] = field(default_factory=list)
+    out: list[ModelMessage] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    """The unit where each message (or breadcrumb) of `out` begins."""
+    sizes: list[int] = field(default_factory=list)
+    """`len(out)` before each of `starts`."""
+
+
+def _resume(
+    messages: Sequence[ModelMessage], units: Sequence[Unit], last: _Made
+) -> tuple[int, list[ModelMessage], list[int], list[int]]:
+    """Where `from_units` resumes from `last`: the last message start before the first unit
+    that differs (compared at C speed), and what was made before it; 0 when none."""
+    m = min(len(units), len(last.units))
+    first = next(compress(range(m), map(is_not, last.units, units)), m)
+    k = bisect_right(last.starts, first) - 1
+    if k >= 0 and last.starts[k] == first:
+        k -= 1  # its unit changed: whether a message starts there is read again
+    size = len(last.messages)
+    if k < 0 or len(messages) < size or not all(map(is_, last.messages, messages[:size])):
+        return 0, [], [], []
+    return last.starts[k], last.out[: last.sizes[k]], last.starts[:k], last.sizes[:k]
+
+
+def from_units(
+    messages: Sequence[ModelMessage], units: Sequence[Unit],
+    copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] | None = None,
+    last: _Made | None = None,
+) -> list[ModelMessage]:
     """The messages the units stand for, in order: a message whose parts are all kept is the
     original object; one with some parts kept is a copy holding them; `CRUMB` is the
-    breadcrumb request."""
+    breadcrumb request. `copies`, the copies the last request made (by their message): one
+    that sends the same parts of a message again (a clear's, CTX-6..10) reuses its copy;
+    it is left holding this request's copies only. `last`: the last request made, resumed
+    where the units stop being its own, and left holding this one."""
+    begin = 0
     out: list[ModelMessage] = []
+    starts: list[int] = []
+    sizes: list[int] = []
+    if last is not None:
+        begin, out, starts, sizes = _resume(messages, units, last)
     group: list[Any] = []  # part indexes, or the parts a rewritten unit sends
     owner: int | None = None
+    made_now: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
 
     def flush() -> None:
         if owner is None:
@@ -139,23 +185,41 @@ def from_units(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> list[
         if len(group) == len(message.parts) and all(isinstance(i, int) for i in group):
             out.append(message)
         else:
-            parts = [message.parts[i] if isinstance(i, int) else i for i in group]
-            out.append(replace(message, parts=parts))  # type: ignore[arg-type]
+            parts = tuple(message.parts[i] if isinstance(i, int) else i for i in group)
+            made = None if copies is None else copies.get(id(message))
+            if not (made is not None and made[0] is message and len(made[1]) == len(parts)
+                    and all(map(is_, made[1], parts))):
+                copy = replace(message, parts=list(parts))  # type: ignore[arg-type]
+                made = (message, parts, copy)
+            made_now[id(message)] = made
+            out.append(made[2])
 
-    for unit in units:
+    for u in range(begin, len(units)):
+        unit = units[u]
         if unit == INSTRUCTIONS:
             continue
         kept = list(unit.replaced or unit.parts)
         if unit.message is None:
             flush()
+            starts.append(u)
+            sizes.append(len(out))
             owner, group = None, []
             out.append(breadcrumb())
         elif unit.message != owner:
             flush()
+            starts.append(u)
+            sizes.append(len(out))
             owner, group = unit.message, kept
         else:
             group.extend(kept)
     flush()
+    if copies is not None:
+        copies.clear()
+        copies.update(made_now)
+    if last is not None:
+        last.messages, last.units, last.out = messages, list(units), out
+        last.starts, last.sizes = starts, sizes
+        return list(out)
     return out
 
 
@@ -185,7 +249,9 @@ def tool_context_unit(messages: Sequence[ModelMessage]) -> Callable[[Unit, ChatM
 
 
 def _sent(
-    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit]
+    messages: Sequence[ModelMessage], units: Sequence[Unit], done: Trimmed[Unit],
+    copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] | None = None,
+    last: _Made | None = None,
 ) -> list[ModelMessage]:
     """`from_units(messages, done.units)`, with the kept run that ends the history taken as a
     slice of `messages` when it starts a message (a whole-turn cut)."""
@@ -195,7 +261,7 @@ def _sent(
         if unit.message is not None and unit.message >= 0 and unit.parts[:1] == (0,):
             head = done.units[: len(done.units) - (len(units) - start)]
             return [*from_units(messages, head), *messages[unit.message :]]
-    return from_units(messages, done.units)
+    return from_units(messages, done.units, copies, last)
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -339,6 +405,10 @@ class HisttrimCapability(AbstractCapability[Any]):
         """Per run: what the attempt after an overflow sends."""
         self._retried: set[str | None] = set()
         """The runs whose attempt in flight is the one after an overflow (it is not retried)."""
+        self._copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
+        """The message copies the last request sent (`from_units`)."""
+        self._made = _Made()
+        """The last request `from_units` made, which the next resumes."""
 
     def trim(
         self, messages: Sequence[ModelMessage], instructions: str | None = None
@@ -353,7 +423,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             units, priced, crumb=CRUMB, crumb_present=has_breadcrumb(messages, units),
             rewrite=tool_context_unit(messages),
         )
-        return _sent(messages, units, done), done
+        return _sent(messages, units, done, self._copies, self._made), done
 
     def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message

@@ -223,9 +223,10 @@ PARSE_ERROR = ChatMessage.user("[Tool call parse error] expected a JSON object")
 
 
 def tool_context_cases(s: ModuleType) -> Iterator[Case]:
-    """Tool context retention (CTX-1..9): the collapse at several `keep_turns`, on histories
+    """Tool context retention (CTX-1..10): the collapse at several `keep_turns`, on histories
     with native and prompt-mode exchanges, the breadcrumb and a parse error row in the
-    running turn; placeholder clearing with each of its settings; and every recorded request
+    running turn; placeholder clearing with each of its settings, and fitted to a budget its
+    own trigger never reaches (CTX-10); and every recorded request
     through the edit, stateless and held (the stable prefix)."""
     histories = draw(s.chat_histories(min_turns=2, max_turns=6, max_steps=3, malformed=False),
                      EXAMPLES)
@@ -249,6 +250,11 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
             rules = ("CTX-6", "CTX-7") if k < 2 else ("CTX-8", "CTX-6")
             yield Case(f"generated:clear#{n}", rules, "clear_tool_results", rows_json(rows),
                        {"tool_context": chosen, "crumb_present": g.crumb})
+        for budget, target in ((total // 2, "1"), (total // 3, "7/10")):  # CTX-10
+            fitted = {"mode": "clear", "keep": 1, "trigger_tokens": 10 * total}
+            yield Case(f"generated:fit#{n}", ("CTX-10",), "clear_tool_results",
+                       rows_json(rows), {"tool_context": fitted, "crumb_present": g.crumb,
+                                         "budget_tokens": budget, "token_trim_target": target})
         if not g.crumb:
             for chosen in (
                 {},  # the default: the edit off, every request the history's own rows

@@ -1,0 +1,282 @@
+"""CTX-10: the running turn fitted to the budget. When whole turns cannot bring a request
+under the budget, the clear policy clears the oldest results of the kept turns (the running
+one too, never its newest `keep`) down to the low-water mark, every call paired, and the
+result and the event report what is sent."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from histtrim.adapters.openai import from_openai, trim_openai
+from histtrim.cli.sessions import read_session
+from histtrim.counting import Pricing
+from histtrim.low_water import request_points
+from histtrim.messages import ChatMessage, ToolCall
+from histtrim.pairing import validate_tool_pairing
+from histtrim.policy import Policy, ToolContext
+from histtrim.tool_context import clear_tool_results, edit_tool_context
+from histtrim.trim import TrimResult
+
+M = ChatMessage
+ROOT = Path(__file__).parent.parent
+ONE_TURN = (ROOT / "examples/real/swe-agent"
+            / "marshmallow-1867-function-calling-replace-from-source.jsonl")
+ANTHROPIC = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=100_000))
+"""The Anthropic preset: its own trigger (100,000) never fires on these sessions."""
+PRICES = Pricing(Policy())
+
+
+def one_turn(rounds: int = 12) -> list[ChatMessage]:
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(rounds):
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 2000)]
+    return rows
+
+
+def test_ctx_10_a_one_turn_request_is_fitted_down_to_the_low_water_mark() -> None:
+    rows = one_turn()
+    assert PRICES.total(rows) > 6000
+    assert not clear_tool_results(rows, ANTHROPIC.tool_context).changed  # its trigger alone
+    edit = edit_tool_context(rows, ANTHROPIC, budget_tokens=4000)
+    assert PRICES.total(edit.messages) <= 4000
+    assert edit.messages[-6:] == rows[-6:]  # the newest 3 results and their calls are kept
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # with a low-water target, down to 70 % of the budget in one batch
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(7, 10)})
+    batched = edit_tool_context(rows, low, budget_tokens=4000)
+    assert PRICES.total(batched.messages) <= 2800 < PRICES.total(edit.messages)
+    # under the budget, nothing
+    assert not edit_tool_context(rows, ANTHROPIC, budget_tokens=10**6).changed
+    # collapse never touches the running turn: the fit belongs to the clear (CTX-10)
+    collapse = Policy(tool_context=ToolContext(mode="collapse", keep_turns=0))
+    assert not edit_tool_context(rows, collapse, budget_tokens=4000).changed
+
+
+def test_ctx_10_fitted_clears_are_batched_over_the_requests() -> None:
+    """Between two fits each request extends the last (the prompt cache keeps hitting)."""
+    rows = one_turn(30)
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(1, 2)})
+    sent = [edit_tool_context(rows[:end], low, budget_tokens=8000).messages
+            for end in request_points(rows)]
+    assert all(PRICES.total(r) <= 8000 for r in sent)
+    breaks = sum(1 for a, b in pairwise(sent) if b[: len(a)] != a)
+    assert 0 < breaks <= len(sent) // 4
+
+
+def test_ctx_10_trim_openai_reports_the_tokens_sent() -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "user", "content": "fix it"}]
+    for n in range(12):
+        messages += [
+            {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"c{n}", "type": "function",
+                "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "o" * 2000}]
+    done = trim_openai(messages, budget_tokens=4000, policy=ANTHROPIC)
+    assert isinstance(done.result, TrimResult) and done.tool_context is not None
+    sent = PRICES.total(from_openai(done.records))
+    assert done.result.tokens_after == sent <= 4000
+    assert done.records[-6:] == messages[-6:]
+
+
+def test_ctx_10_on_a_real_one_turn_session_through_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real SWE-agent run (one prompt, 13 tool rounds, 8,273 estimated tokens): no whole
+    turn can go, so before CTX-10 the request stayed at 8,273 against a 4,000 budget."""
+    from histtrim.cli import main
+
+    preset = ROOT / "examples/policies/clear-anthropic.toml"
+    out = tmp_path / "sent.jsonl"
+    assert main(["trim", str(ONE_TURN), "--budget", "4000", "--policy", str(preset),
+                 "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    session = read_session(str(out), None, out.read_bytes())
+    assert session.rows is not None
+    sent = PRICES.total(session.rows)
+    assert sent <= 4000 and f"{sent} tokens" in err and "cleared" in err
+    assert not any(p.is_error for p in validate_tool_pairing(session.rows))
+    original = [json.loads(line) for line in ONE_TURN.read_text().splitlines()]
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(written) == len(original) and written[-2:] == original[-2:]
+
+
+def test_ctx_10_the_agents_sdk_filter_fits_the_running_turn() -> None:
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    items: list[Any] = [{"role": "user", "content": "fix it"}]
+    for n in range(12):
+        items += [{"type": "function_call", "call_id": f"c{n}", "name": "bash",
+                   "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 2000}]
+    done = HisttrimInputFilter(budget_tokens=4000, policy=ANTHROPIC).trim(items, None)
+    assert done.tool_context is not None and done.tokens <= 4000
+    assert PRICES.total(done.rows) == done.tokens
+
+
+def random_history(rng: Any, rounds: int) -> list[ChatMessage]:
+    """Turns of tool rounds: reused ids, images, carriers, tiny and large outputs."""
+    from histtrim.carriers import tool_results_carrier
+
+    rows = [M.system("sys")]
+    for n in range(rounds):
+        kind = rng.random()
+        if kind < 0.15:
+            rows.append(M.user(f"task {n}"))
+        cid = f"c{rng.randrange(6)}"
+        rows.append(M.assistant_tool_calls(None, [ToolCall(
+            id=cid, name=rng.choice(["bash", "read", "memory"]), arguments='{"a":1}')]))
+        size = rng.choice([0, 3, 200, 2000])
+        if kind < 0.25:
+            rows.append(tool_results_carrier([(cid, "p" * size), ("x", "q" * size)]))
+        else:
+            shots = ["https://x.example/s.png"] if rng.random() < 0.2 else None
+            rows.append(M.tool_result(cid, "o" * size, attachments=shots))
+        if rng.random() < 0.2:
+            rows.append(M.assistant(f"done {n}"))
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_memo_edit_is_the_edit_made_anew(seed: int) -> None:
+    """`ClearMemo`: each edit resumed from the last one is the edit of the rows read anew,
+    and its `tokens` are the request's estimate."""
+    import random
+
+    from histtrim.tool_context import ClearMemo
+
+    rng = random.Random(seed)
+    rows = random_history(rng, 60)
+    settings = ToolContext(
+        mode="clear", keep=rng.choice([0, 1, 3]), keep_unit=rng.choice(["results", "turns"]),
+        trigger_tokens=rng.choice([0, 1500, 4000]), hold=rng.random() < 0.5,
+        clear_to=rng.choice([Fraction(0), Fraction(1, 2)]),
+        clear_at_least=rng.choice([0, 600]), clear_inputs=rng.random() < 0.5,
+        exclude_tools=rng.choice([(), ("memory",)]), preview_chars=rng.choice([0, 5]))
+    policy = Policy(tool_context=settings, token_trim_target=Fraction(7, 10))
+    budget = rng.choice([None, 3000, 6000])
+    memo = ClearMemo()
+    for end in range(2, len(rows) + 1, rng.choice([1, 3])):
+        made = edit_tool_context(rows[:end], policy, budget_tokens=budget)
+        resumed = edit_tool_context(rows[:end], policy, budget_tokens=budget, memo=memo)
+        assert resumed.messages == made.messages
+        assert (resumed.cleared, resumed.cleared_inputs) == (made.cleared, made.cleared_inputs)
+        if resumed.changed:
+            assert resumed.tokens == PRICES.total(resumed.messages)
+    other = edit_tool_context(rows[5:], policy, budget_tokens=budget, memo=memo)
+    assert other.messages == edit_tool_context(rows[5:], policy, budget_tokens=budget).messages
+
+
+def test_a_memo_sends_the_rows_it_is_given_when_equal_ones_come_back() -> None:
+    """A trim makes its breadcrumb row again at every call: the memo resumes, and the
+    request holds the row it was given, never the last call's equal one."""
+    from histtrim.messages import BREADCRUMB
+    from histtrim.tool_context import ClearMemo
+
+    body = one_turn(8)[2:]
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0))
+    memo = ClearMemo()
+    for end in (6, 10, 16):
+        rows = [M.system("sys"), M.user(BREADCRUMB), *body[:end]]
+        edit = edit_tool_context(rows, policy, crumb_present=True, memo=memo)
+        assert edit.messages[1] is rows[1] and edit.cleared_results == end // 2 - 1
+    assert edit.resumed == 12
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_pydantic_ai_requests_resumed_from_the_last_are_the_requests_made_anew(
+    keep: int,
+) -> None:
+    """A clear's request resumes the last one (`from_units`' `last`): the same messages as
+    one made from the units alone, call after call, a cut moving in between."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, from_units
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=keep, trigger_tokens=0),
+                    token_trim_target=Fraction(7, 10))
+    capability = HisttrimCapability(budget_tokens=3000, policy=policy)
+    history: list[Any] = []
+    for n in range(40):
+        if n % 7 == 0:
+            history.append(ModelRequest(parts=[UserPromptPart(f"task {n} " + "u" * 300)]))
+        history.append(ModelResponse(parts=[ToolCallPart("bash", {"n": n}, f"c{n}")]))
+        history.append(ModelRequest(parts=[ToolReturnPart("bash", "o" * 500, f"c{n}")]))
+        sent, done = capability.trim(history)
+
+        def crumbless(messages: list[Any]) -> list[Any]:  # its timestamp is the call's
+            return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
+
+        assert crumbless(sent) == crumbless(from_units(history, done.units))
+
+
+def test_ctx_10_the_event_of_a_drop_reports_the_tokens_sent() -> None:
+    """Whole turns dropped and the running turn fitted: the result, the event given to
+    `on_trim` and the event of `trim_openai` all report the request as sent."""
+    from histtrim.events import HistoryTrimmed
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    messages: list[dict[str, Any]] = []
+    items: list[Any] = []
+    for turn in range(2):
+        messages.append({"role": "user", "content": f"task {turn}"})
+        items.append({"role": "user", "content": f"task {turn}"})
+        for n in range(10):
+            cid = f"c{turn}_{n}"
+            messages += [
+                {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": cid, "type": "function",
+                    "function": {"name": "bash", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": cid, "content": "o" * 2000}]
+            items += [{"type": "function_call", "call_id": cid, "name": "bash",
+                       "arguments": "{}"},
+                      {"type": "function_call_output", "call_id": cid, "output": "o" * 2000}]
+    done = trim_openai(messages, budget_tokens=4000, policy=ANTHROPIC)
+    assert done.event is not None and done.result.trimmed
+    sent = PRICES.total(from_openai(done.records))
+    assert done.event.tokens_after == sent <= 4000
+    assert isinstance(done.result, TrimResult) and done.result.tokens_after == sent
+    events: list[HistoryTrimmed] = []
+    trimming = HisttrimInputFilter(budget_tokens=4000, policy=ANTHROPIC,
+                                   on_trim=events.append)
+    made = trimming.trim(items, None)
+    assert events and events[-1].tokens_after == made.tokens <= 4000
+
+
+def test_ctx_10_the_agent_sends_a_fitted_request_and_its_event_says_so() -> None:
+    """The `Agent`: a long tool loop in one turn after an earlier turn; the drop's event
+    and every request sent stay within the budget once the fit clears (before CTX-10 the
+    running turn went out whole, over the budget)."""
+    from histtrim import Agent, ProviderProfile, RuntimeProfile, resolve_runtime
+    from histtrim.agent.providers import ProviderReply, ScriptedProvider
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000))
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=4000, max_tool_iterations=50),
+        ProviderProfile(model="m", context_window=1_000_000), None, policy=policy,
+    )
+    agent = Agent(ScriptedProvider(), runtime, system_prompt="sys",
+                  tools=[lambda: "y" * 8000], policy=policy)
+    agent.provider = ScriptedProvider([ProviderReply(text="hello")])
+    agent.turn("hi " * 400)
+    calls = [ProviderReply(tool_calls=(ToolCall(id=f"k{i}", name="<lambda>"),))
+             for i in range(10)]
+    agent.provider = ScriptedProvider([*calls, ProviderReply(text="done")])
+    agent.turn("fix it")
+    sent = [PRICES.total(list(r.messages)) for r in agent.provider.requests]
+    assert max(sent) <= 4000 and len(sent) == 11
+    assert agent.events and all(e.tokens_after <= 4000 for e in agent.events)
