@@ -46,7 +46,7 @@ from histtrim.counting import Pricing
 from histtrim.display.tables import text_table
 from histtrim.estimate import message_costs
 from histtrim.messages import ChatMessage
-from histtrim.policy import SPEC
+from histtrim.policy import SPEC, Policy, ToolContext
 from histtrim.review.cache import ANTHROPIC
 from histtrim.review.usage import (
     METHODS,
@@ -55,6 +55,7 @@ from histtrim.review.usage import (
     UsageReplay,
     replay_usage,
 )
+from histtrim.tool_context import edit_tool_context
 from histtrim.trim import breadcrumb_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,6 +182,19 @@ def main() -> None:
     print(f"written: {OUT.relative_to(ROOT)}")
 
 
+FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9))
+"""The running turn fitted (CTX-10): a clear that fires only when whole turns leave a request
+over the budget (its own trigger out of reach), the newest 3 results kept."""
+
+
+def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int
+             ) -> tuple[list[ChatMessage], list[int]]:
+    """The request as `FIT_POLICY`'s edit sends it, fitted to `limit` estimate tokens."""
+    edit = edit_tool_context(sent, FIT_POLICY, crumb_present=crumb, budget_tokens=limit)
+    return list(edit.messages), list(edit.source_rows)
+
+
+TABLE_METHODS = (*PREFIX_METHODS, "fitted")
 PREFIX_BUDGETS = {"claude-code": (40_000, 50_000, 60_000),
                   "mini-swe-agent": (16_000, 24_000, 32_000)}
 PREFIX_OUT = ROOT / "bench" / "results" / "reported_usage_prefix.csv"
@@ -216,10 +230,11 @@ def prefix_table() -> None:
             est = message_costs(rows)
             truth = recorded_truth(corpus, rows, messages, est)
             for budget in PREFIX_BUDGETS[corpus]:
-                for method in PREFIX_METHODS:
+                for method in TABLE_METHODS:
                     runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
                         rows, budget, method, truth, estimate_costs=est,
-                        crumb_estimate=crumb_est, measure_loss=True))
+                        crumb_estimate=crumb_est, measure_loss=True,
+                        fit_turn=fit_turn if method == "fitted" else None))
     results: list[dict[str, object]] = []
     for (corpus, part, budget, method), done in runs.items():
         base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])
@@ -257,7 +272,7 @@ def prefix_table() -> None:
     table = []
     for corpus, budgets in PREFIX_BUDGETS.items():
         for budget in budgets:
-            for method in PREFIX_METHODS:
+            for method in TABLE_METHODS:
                 by = {r["part"]: r for r in results if (r["corpus"], r["budget"], r["method"])
                       == (corpus, budget, method)}
                 table.append([corpus, f"{budget:,}", PREFIX_LABELS[method],
