@@ -16,7 +16,19 @@ Cost: Anthropic's cache model (reads 0.1, writes 1.25) on blocks of provider tok
 to (a) on the same sessions and budget.
 
     .venv/bin/python bench/reported_usage.py   # needs histtrim[tokenizers]; about a minute
-writes bench/results/reported_usage.csv and prints the table."""
+writes bench/results/reported_usage.csv and prints the table.
+
+Issue 48's table (the hidden prefix calibrated, USAGE-8), on the recorded usage alone:
+
+    .venv/bin/python bench/reported_usage.py prefix
+
+per corpus (Claude Code, mini-swe-agent), budget and method (`PREFIX_METHODS`): requests over
+the budget, over it although the newest tool exchange alone would fit, the input cost with
+Anthropic's prompt cache relative to the estimate alone, and the needed context lost
+(`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
+out, the others tune (no constant of the methods is fitted here; the plausibility ceiling of
+USAGE-7 was set on the tuning part, the fit's window was not measured); both parts are printed
+side by side. Writes bench/results/reported_usage_prefix.csv."""
 
 from __future__ import annotations
 
@@ -34,9 +46,16 @@ from histtrim.counting import Pricing
 from histtrim.display.tables import text_table
 from histtrim.estimate import message_costs
 from histtrim.messages import ChatMessage
-from histtrim.policy import SPEC
+from histtrim.policy import SPEC, Policy, ToolContext
 from histtrim.review.cache import ANTHROPIC
-from histtrim.review.usage import METHODS, Provider, UsageReplay, replay_usage
+from histtrim.review.usage import (
+    METHODS,
+    PREFIX_METHODS,
+    Provider,
+    UsageReplay,
+    replay_usage,
+)
+from histtrim.tool_context import edit_tool_context
 from histtrim.trim import breadcrumb_message
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -163,5 +182,111 @@ def main() -> None:
     print(f"written: {OUT.relative_to(ROOT)}")
 
 
+FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9))
+"""The running turn fitted (CTX-10): a clear that fires only when whole turns leave a request
+over the budget (its own trigger out of reach), the newest 3 results kept."""
+
+
+def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int
+             ) -> tuple[list[ChatMessage], list[int]]:
+    """The request as `FIT_POLICY`'s edit sends it, fitted to `limit` estimate tokens."""
+    edit = edit_tool_context(sent, FIT_POLICY, crumb_present=crumb, budget_tokens=limit)
+    return list(edit.messages), list(edit.source_rows)
+
+
+TABLE_METHODS = (*PREFIX_METHODS, "fitted")
+PREFIX_BUDGETS = {"claude-code": (40_000, 50_000, 60_000),
+                  "mini-swe-agent": (16_000, 24_000, 32_000)}
+PREFIX_OUT = ROOT / "bench" / "results" / "reported_usage_prefix.csv"
+PREFIX_LABELS = {"estimate": "estimate", "reported": "reported (ref.)",
+                 "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn"}
+
+
+def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str, Any]],
+                   est: list[int]) -> Provider:
+    """The recorded provider of a session (see the module's docstring)."""
+    calls = recorded_calls(corpus, messages)
+    first, last = calls[0], calls[-1]
+    hidden = max(0, first[1] - sum(est[: first[0]])) if corpus == "claude-code" else 0
+    ratio = Fraction(last[1] - hidden, max(sum(est[: last[0]]), 1))
+    blocks = tuple(round(cost * ratio) for cost in est)
+    crumb_est = Pricing(SPEC).plain(breadcrumb_message())
+    return Provider(blocks, round(crumb_est * ratio), hidden, tuple(calls))
+
+
+def prefix_table() -> None:
+    """Issue 48's table: tuning and held-out sessions side by side."""
+    crumb_est = Pricing(SPEC).plain(breadcrumb_message())
+    runs: dict[tuple[str, str, int, str], list[UsageReplay]] = {}
+    names: dict[tuple[str, str], int] = {}
+    for corpus in PREFIX_BUDGETS:
+        paths = sorted((REAL / corpus).glob("*.jsonl"))
+        for k, path in enumerate(paths):
+            part = "held out" if k % 3 == 2 else "tuning"
+            names[corpus, part] = names.get((corpus, part), 0) + 1
+            messages = _jsonl(path)
+            rows = (from_anthropic(messages).rows if corpus == "claude-code"
+                    else from_openai(messages))
+            est = message_costs(rows)
+            truth = recorded_truth(corpus, rows, messages, est)
+            for budget in PREFIX_BUDGETS[corpus]:
+                for method in TABLE_METHODS:
+                    runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
+                        rows, budget, method, truth, estimate_costs=est,
+                        crumb_estimate=crumb_est, measure_loss=True,
+                        fit_turn=fit_turn if method == "fitted" else None))
+    results: list[dict[str, object]] = []
+    for (corpus, part, budget, method), done in runs.items():
+        base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])
+        requests = sum(r.requests for r in done)
+        over = sum(r.over for r in done)
+        fitting = sum(r.over_fitting for r in done)
+        several = sum(r.avoidable for r in done)
+        needed = sum(r.loss.needed for r in done)
+        lost = sum(r.loss.lost for r in done)
+        cost = sum((r.cost(ANTHROPIC) for r in done), Fraction(0))
+        results.append({
+            "corpus": corpus, "part": part, "sessions": len(done), "budget": budget,
+            "method": method, "requests": requests, "over": over, "over_several": several,
+            "over_fitting": fitting,
+            "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
+            "needed": needed, "lost": lost,
+        })
+    PREFIX_OUT.parent.mkdir(parents=True, exist_ok=True)
+    with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(results[0]))
+        writer.writeheader()
+        writer.writerows(results)
+
+    def cell(r: dict[str, Any]) -> list[str]:
+        requests = max(int(r["requests"]), 1)
+        return [f"{100 * int(r['over']) / requests:.1f}",
+                f"{100 * int(r['over_several']) / requests:.1f}",
+                f"{100 * int(r['over_fitting']) / requests:.1f}",
+                f"{float(r['cost_vs_estimate']):.2f}",
+                f"{100 * int(r['lost']) / max(int(r['needed']), 1):.1f}"]
+
+    header = ["corpus", "budget", "method", "tuning: req", "over %", ">1 turn", "exch. fits",
+              "cost", "lost %", "held out: req", "over %", ">1 turn", "exch. fits", "cost",
+              "lost %"]
+    table = []
+    for corpus, budgets in PREFIX_BUDGETS.items():
+        for budget in budgets:
+            for method in TABLE_METHODS:
+                by = {r["part"]: r for r in results if (r["corpus"], r["budget"], r["method"])
+                      == (corpus, budget, method)}
+                table.append([corpus, f"{budget:,}", PREFIX_LABELS[method],
+                              f"{by['tuning']['requests']:,}", *cell(by["tuning"]),
+                              f"{by['held out']['requests']:,}", *cell(by["held out"])])
+    print(text_table(header, table))
+    print("sessions: " + ", ".join(f"{c} {p} {n}" for (c, p), n in sorted(names.items())))
+    print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if sys.argv[1:] == ["prefix"]:
+        prefix_table()
+    else:
+        main()

@@ -45,10 +45,14 @@ from .messages import (
 from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
 from .policy import Policy, ToolContext
 from .reported_usage import (
+    HiddenPrefix,
     ReportedTrim,
+    fit_hidden_prefix,
+    refused_report,
     reported_input_tokens,
     trim_to_reported_budget,
     trim_to_reported_budget_with_crumb,
+    usable_report,
 )
 from .route import ResolvedRuntime, resolve_runtime, select_route
 from .safety import (
@@ -101,6 +105,7 @@ __all__ = [
     "ContextOverflowError",
     "ConversationMessage",
     "EventBus",
+    "HiddenPrefix",
     "HistoryPruning",
     "HistoryTrimmed",
     "LegacyRunResult",
@@ -139,6 +144,7 @@ __all__ = [
     "drop_oldest_whole_turn",
     "edit_tool_context",
     "estimate_history_tokens",
+    "fit_hidden_prefix",
     "index_turns",
     "insert_breadcrumb",
     "is_loadable_target",
@@ -148,6 +154,7 @@ __all__ = [
     "message_costs",
     "opens_turn",
     "parse_tool_result",
+    "refused_report",
     "reported_input_tokens",
     "resolve_runtime",
     "select_route",
@@ -159,5 +166,6 @@ __all__ = [
     "trim_to_recent_turns",
     "trim_to_reported_budget",
     "trim_to_reported_budget_with_crumb",
+    "usable_report",
     "validate_tool_pairing",
 ]

@@ -73,6 +73,13 @@ class HistoryTrimmed(_Frozen):
     """CACHE-3: True when the cut was made because the prompt cache was cold (the gap since
     the last request exceeded the policy's `cold_cache.lifetime`, CACHE-2); None (then left
     out of every dump and of the wire form): not a cold-cache cut."""
+    hidden_prefix: NonNegativeInt | None = unset_by_default()
+    """USAGE-8: the provider tokens of the request the rows do not show (system prompt, tool
+    schemas) that a calibrated reported-usage trim used; None (then left out of every dump):
+    the reference's single ratio."""
+    ratio: StrictStr | None = unset_by_default()
+    """USAGE-8: the provider tokens per estimated token of the rows that trim used, as text
+    ("29/20"); None (then left out of every dump): the single ratio."""
 
     @property
     def description(self) -> str:

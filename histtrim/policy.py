@@ -253,6 +253,26 @@ class Policy(BaseModel):
         "0 < target <= 1.",
     )
 
+    reported_ratio_ceiling: Ratio = Field(
+        default=Fraction(8),
+        description="USAGE-7 (not in the spec): a usage report above `ceiling * (estimate + "
+        "tool schema tokens) + reported_headroom_tokens` is refused with a warning, never "
+        "applied. At least 1.",
+    )
+    reported_headroom_tokens: _Count = Field(
+        default=131_072,
+        ge=0,
+        description="USAGE-7 (not in the spec): what a report may count beyond `ceiling * "
+        "estimate`: the client's hidden prefix (system prompt, tool schemas) the rows do "
+        "not show.",
+    )
+    hidden_prefix: Literal["off", "calibrated"] = Field(
+        default="off",
+        description="USAGE-8 (not in the reference): 'calibrated' splits each report into a "
+        "fixed hidden prefix and the rows' part, fitted on the session's reports, and scales "
+        "only the rows' part; 'off' is the reference's single ratio.",
+    )
+
     tool_context: ToolContext = Field(
         default_factory=ToolContext,
         description="CTX-1..9 (the reference's newer doc and the field's clearing, not in the "
@@ -285,6 +305,19 @@ class Policy(BaseModel):
         if not 0 < value <= 1:
             raise ValueError(f"must be greater than 0 and at most 1, got {value}")
         return value
+
+    @field_validator("reported_ratio_ceiling")
+    @classmethod
+    def _ceiling(cls, value: Fraction) -> Fraction:
+        if value < 1:
+            raise ValueError(f"must be at least 1, got {value}")
+        return value
+
+    def report_ceiling(self, estimated: int) -> int:
+        """USAGE-7: the largest report a request of `estimated` tokens (estimate units, tool
+        schemas included) can plausibly get: `ceiling * estimated + headroom`, rounded down."""
+        ratio = self.reported_ratio_ceiling
+        return estimated * ratio.numerator // ratio.denominator + self.reported_headroom_tokens
 
     @field_validator("tool_result_head")
     @classmethod

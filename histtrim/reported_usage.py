@@ -1,6 +1,7 @@
-"""USAGE-1..6: the budget in the provider's own tokens, from the reference runtime (beyond the
+"""USAGE-1..8: the budget in the provider's own tokens, from the reference runtime (beyond the
 Spanish spec): after a response that reports its input tokens, a history whose request was
-over the budget is trimmed to the budget scaled by estimated / reported.
+over the budget is trimmed to the budget scaled by estimated / reported; a report far above
+its request's estimate is refused (USAGE-7); a policy may calibrate the hidden prefix (USAGE-8).
 
 The estimate (EST-1) undercounts what providers bill by a factor no constant fixes; the
 provider's count of the request it just received does not. `trim_to_reported_budget` is the
@@ -9,7 +10,8 @@ breadcrumb, once, and the event); `reported_input_tokens` reads a provider's usa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -79,6 +81,127 @@ def reported_input_tokens(
     return total or None
 
 
+LOGGER = "histtrim.reported_usage"
+"""Where a refused report is logged (USAGE-7)."""
+
+PAIRS_KEPT = 16
+"""How many of a session's newest (rows estimate, report) pairs the prefix fit reads (USAGE-8):
+bounded work and memory per conversation, and a window that follows the session."""
+
+
+def refused_report(
+    reported_input_tokens: int, reported_population_estimated: int,
+    tool_schema_tokens: int = 0, *, policy: Policy = SPEC,
+) -> str | None:
+    """USAGE-7: why a report is no report, or None when it may be applied. A report above
+    `policy.report_ceiling(estimated + tool_schema_tokens)` (8 times the estimate plus
+    131,072 tokens by default) cannot describe the request it is said to count: it is refused
+    and the estimate alone decides, so a hostile or garbled 10^30 never cuts the history."""
+    reported = non_negative("reported_input_tokens", reported_input_tokens)
+    estimated = non_negative("reported_population_estimated", reported_population_estimated)
+    schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
+    ceiling = policy.report_ceiling(estimated + schemas)
+    if reported <= ceiling:
+        return None
+    shown = f"{reported:,}" if reported < 10**15 else f"about 10^{len(str(reported)) - 1}"
+    return (f"a usage report of {shown} input tokens is refused: a request estimated at "
+            f"{estimated + schemas:,} tokens counts at most {ceiling:,} (USAGE-7)")
+
+
+def warn_refused(reason: str) -> None:
+    """Log a refused report (USAGE-7) on the `histtrim.reported_usage` logger."""
+    logging.getLogger(LOGGER).warning("histtrim: %s", reason)
+
+
+def usable_report(
+    reported_input_tokens: int | None, reported_population_estimated: int,
+    tool_schema_tokens: int = 0, *, policy: Policy = SPEC, describes: bool = True,
+    warn: Callable[[str], object] = warn_refused,
+) -> int | None:
+    """USAGE-7, the one rule every path that reads a report applies before using it: the
+    report, or None when there is none, when it does not describe the rows it would be
+    applied to (`describes`: the caller's key of the request it counts, e.g. a cut made since
+    it was recorded), or when `refused_report` refuses it (then `warn` gets the reason)."""
+    if reported_input_tokens is None or not describes:
+        return None
+    refused = refused_report(reported_input_tokens, reported_population_estimated,
+                             tool_schema_tokens, policy=policy)
+    if refused is not None:
+        warn(refused)
+        return None
+    return reported_input_tokens
+
+
+@dataclass(frozen=True)
+class HiddenPrefix:
+    """USAGE-8: a request's count as `prefix + ratio * rows estimate`: `prefix` the provider
+    tokens the rows do not show (a client's system prompt, tool schemas), `ratio` the
+    provider tokens per estimated token of the rows."""
+
+    prefix: int
+    ratio: Fraction
+
+    def count(self, rows_estimate: int) -> int:
+        """The provider's count of a request whose rows are estimated at `rows_estimate`,
+        rounded to the nearest integer, halves up."""
+        scaled = self.ratio * rows_estimate
+        return self.prefix + int(scaled.numerator * 2 + scaled.denominator) // (
+            2 * scaled.denominator)
+
+    def rows_budget(self, fit: int) -> int:
+        """The largest rows estimate whose count fits `fit` (at least 1)."""
+        room = fit - self.prefix
+        if room <= 0:
+            return 1
+        return max(1, room * self.ratio.denominator // self.ratio.numerator)
+
+    @property
+    def ratio_text(self) -> str:
+        """The ratio as `HistoryTrimmed` records it: "n/d" with a denominator <= 1000."""
+        return str(self.ratio.limit_denominator(1000))
+
+
+def fit_hidden_prefix(
+    pairs: Sequence[tuple[int, int]], tool_schema_tokens: int = 0
+) -> HiddenPrefix | None:
+    """USAGE-8: the hidden prefix and the rows' ratio fitted on a session's (rows estimate,
+    reported) pairs, oldest first (the newest `PAIRS_KEPT` read; None: no pair).
+
+    One pair: the prefix is the report minus its estimate (at least the tool schemas the
+    caller knows, `tool_schema_tokens`), the rows counted 1:1 (or the report over the
+    estimate when it is smaller). Pairs at two or more sizes: the median of the pairwise
+    slopes (Theil-Sen), then the median of `report - ratio * estimate`, so a cut that moves
+    the prefix (a breadcrumb, a client that resends its schemas) moves a minority of the
+    points and not the fit. The ratio is kept in [1/8, 8] and the prefix in [0, smallest
+    report]."""
+    schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
+    window = [(non_negative("rows estimate", e), non_negative("reported", r))
+              for e, r in list(pairs)[-PAIRS_KEPT:]]
+    window = [(e, r) for e, r in window if e > 0 and r > 0]
+    if not window:
+        return None
+    slopes = sorted(Fraction(r2 - r1, e2 - e1) for i, (e1, r1) in enumerate(window)
+                    for e2, r2 in window[i + 1:] if e2 != e1)
+    slopes = [q for q in slopes if q > 0]
+    if not slopes:
+        e, r = window[0]
+        prefix = min(r, max(schemas, r - e))
+        ratio = Fraction(r - prefix, e) if r - prefix > 0 else Fraction(1)
+    else:
+        ratio = _median(slopes)
+        prefix = int(_median(sorted(r - ratio * e for e, r in window)))
+    ratio = min(max(ratio, Fraction(1, 8)), Fraction(8))
+    prefix = max(0, min(prefix, min(r for _, r in window)))
+    return HiddenPrefix(prefix, ratio)
+
+
+def _median(values: Sequence[Fraction]) -> Fraction:
+    middle = len(values) // 2
+    if len(values) % 2:
+        return values[middle]
+    return (values[middle - 1] + values[middle]) / 2
+
+
 def scaled_budget(
     budget_tokens: int,
     reported_input_tokens: int,
@@ -127,6 +250,7 @@ def trim_to_reported_budget(
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
     target: Fraction = Fraction(1),
+    reports: Sequence[tuple[int, int]] = (),
 ) -> TrimResult:
     """USAGE-1..3: the reference runtime's `trim_to_reported_budget(_with_crumb)`.
 
@@ -135,11 +259,17 @@ def trim_to_reported_budget(
     is 0, the report is within it or that estimate is 0: `tokens_before = tokens_after =
     reported`. Otherwise the whole-turn trim (KEEP-1) runs with `scaled_budget`, and
     `tokens_after` is `calibrated(kept estimate + tool_schema_tokens)`: provider units, schemas
-    included (`counter` names them, `PROVIDER_UNITS`). `target` as in `scaled_budget`."""
+    included (`counter` names them, `PROVIDER_UNITS`). `target` as in `scaled_budget`.
+
+    The report is taken as given, as the reference does (a path that reads one from a
+    provider refuses it first, `refused_report`, USAGE-7). With `policy.hidden_prefix ==
+    "calibrated"` the
+    budget and figures come from `fit_hidden_prefix` over `reports` (the session's earlier
+    (rows estimate, reported) pairs) and this one (USAGE-8)."""
     return _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
         tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
-        policy=policy, target=target,
+        policy=policy, target=target, reports=reports,
     )[0]
 
 
@@ -154,32 +284,43 @@ def _reported_trim(
     token_counter: TokenCounter | None,
     policy: Policy = SPEC,
     target: Fraction,
-) -> tuple[TrimResult, int]:
-    """The trim and the kept rows' size in estimate units (0 when the trim did not run)."""
+    reports: Sequence[tuple[int, int]] = (),
+) -> tuple[TrimResult, int, HiddenPrefix | None]:
+    """The trim, the kept rows' size in estimate units (0 when the trim did not run) and the
+    hidden prefix it used (USAGE-8; None: the single ratio)."""
     rows = chat_rows(history)
     flag("crumb_present", crumb_present)
     budget = non_negative("budget_tokens", budget_tokens)
-    scaled = scaled_budget(
-        budget, reported_input_tokens, reported_population_estimated, tool_schema_tokens,
-        target=target,
-    )
-    reported = int(reported_input_tokens)
+    reported = non_negative("reported_input_tokens", reported_input_tokens)
+    estimated = non_negative("reported_population_estimated", reported_population_estimated)
+    schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
+    prefix = None
+    if policy.hidden_prefix == "calibrated":
+        prefix = fit_hidden_prefix([*reports, (max(0, estimated - schemas), reported)],
+                                   schemas)
+        due = prefix is not None and budget > 0 and reported > budget
+        scaled = prefix.rows_budget(low_water_tokens(budget, target)) if (
+            due and prefix is not None) else None
+    else:
+        scaled = scaled_budget(budget, reported, estimated, schemas, target=target)
     if scaled is None:
         turns = index_turns(rows, crumb_present=crumb_present).turn_count
         result = TrimResult(
             list(rows), [], 0, 0, turns, reported, reported, budget, PROVIDER_UNITS
         )
-        return result, 0
+        return result, 0, None
     inner = trim_to_recent_turns(
         rows, scaled, crumb_present=crumb_present, token_counter=token_counter, policy=policy
     )
-    estimated, schemas = int(reported_population_estimated), int(tool_schema_tokens)
-    after = calibrated(inner.tokens_after + schemas, reported, estimated)
+    if prefix is not None:
+        after = prefix.count(inner.tokens_after)
+    else:
+        after = calibrated(inner.tokens_after + schemas, reported, estimated)
     result = TrimResult(
         inner.history, inner.dropped, inner.dropped_messages, inner.dropped_turns,
         inner.kept_turns, reported, after, budget, PROVIDER_UNITS,
     )
-    return result, inner.tokens_after
+    return result, inner.tokens_after, prefix
 
 
 @dataclass(frozen=True)
@@ -205,26 +346,28 @@ def trim_to_reported_budget_with_crumb(
     token_counter: TokenCounter | None = None,
     policy: Policy = SPEC,
     target: Fraction = Fraction(1),
+    reports: Sequence[tuple[int, int]] = (),
 ) -> ReportedTrim:
     """USAGE-6: `trim_to_reported_budget` and what the reference's caller does with a trim:
     the breadcrumb after the system rows unless the owner's flag says one is there (SEEN-1,
     never inferred from text), and one `HistoryTrimmed` with the token-budget reason (SEEN-2)
     in provider units: the report before; after, the kept rows with the breadcrumb and the
-    schemas, calibrated; `budget` the budget (its low-water mark with a target below 1)."""
-    result, kept = _reported_trim(
+    schemas, calibrated; `budget` the budget (its low-water mark with a target below 1).
+    USAGE-7..8 as in `trim_to_reported_budget`; the event records the hidden prefix and the
+    ratio a calibrated trim used."""
+    result, kept, prefix = _reported_trim(
         history, budget_tokens, reported_input_tokens, reported_population_estimated,
         tool_schema_tokens, crumb_present=crumb_present, token_counter=token_counter,
-        policy=policy, target=target,
+        policy=policy, target=target, reports=reports,
     )
     if not result.trimmed:
         return ReportedTrim(result.history, crumb_present, result, None)
     rows = [*result.history]
     after = result.tokens_after
     if not crumb_present:
-        prefix = index_turns(rows).body_start
-        rows.insert(prefix, breadcrumb_message())
+        rows.insert(index_turns(rows).body_start, breadcrumb_message())
         crumb = Pricing(policy, token_counter).plain(breadcrumb_message())
-        after = calibrated(
+        after = prefix.count(kept + crumb) if prefix is not None else calibrated(
             kept + crumb + int(tool_schema_tokens),
             int(reported_input_tokens), int(reported_population_estimated),
         )
@@ -237,5 +380,7 @@ def trim_to_reported_budget_with_crumb(
         budget=low_water_tokens(result.budget_tokens, target),
         counter=PROVIDER_UNITS,
         target=None if target == 1 else str(target),
+        hidden_prefix=None if prefix is None else prefix.prefix,
+        ratio=None if prefix is None else prefix.ratio_text,
     )
     return ReportedTrim(rows, True, result, event)

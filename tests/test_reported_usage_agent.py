@@ -219,3 +219,30 @@ def test_the_crossing_check_catches_the_estimate_alone() -> None:
         agent.turn(f"step {t}: please read the next file and fix what is wrong with it")
     with pytest.raises(AssertionError):
         _exceeds_at_most_once_per_crossing(silent, 3_000, pieces)
+
+
+def test_usage_8_the_agent_calibrates_the_hidden_prefix() -> None:
+    """USAGE-8 in the Agent: a provider that adds 2,000 hidden tokens to each request and
+    counts the rows by word pieces. Calibrated, the Agent holds each request's rows to the
+    budget's rows part once a report is in: fewer requests over the budget than with the
+    single ratio, and its events record the prefix and the ratio."""
+    budget = 4_000
+
+    def hidden(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        return 2_000 + counting(pieces)(rows, schemas)
+
+    def run(policy: Policy) -> tuple[Agent, int]:
+        provider = ScriptedProvider(_script(10), reports=hidden)
+        agent = _agent(budget, provider, policy)
+        for t in range(10):
+            agent.turn(f"step {t}: please read the next file and fix what is wrong with it")
+        requests = [r for r in provider.requests if r.outcome == "reply"]
+        over = sum(1 for r in requests if hidden(r.messages, r.tool_schemas) > budget
+                   and index_turns(r.messages).turn_count > 1)
+        return agent, over
+
+    single, over_single = run(SPEC)
+    fitted, over_fitted = run(Policy(hidden_prefix="calibrated"))
+    assert over_fitted == 0 < over_single  # 0 of 30 against 7 of 30
+    assert fitted.events and all(e.hidden_prefix is not None and e.ratio for e in fitted.events)
+    assert all(e.hidden_prefix is None for e in single.events)

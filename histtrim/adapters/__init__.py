@@ -20,13 +20,15 @@ from histtrim.low_water import (
     request_points,
     two_prices,
 )
-from histtrim.messages import ChatMessage, chat_rows
+from histtrim.messages import BREADCRUMB, ChatMessage, chat_rows
 from histtrim.policy import SPEC, ColdCuts, Policy, low_water_tokens
 from histtrim.reported_usage import (
     PROVIDER_UNITS,
     calibrated,
     reported_input_tokens,
     scaled_budget,
+    usable_report,
+    warn_refused,
 )
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import TrimResult, TurnCountTrimResult, breadcrumb_message
@@ -76,13 +78,21 @@ class RecordTrimResult(Generic[R]):
 
 def last_reply_report(
     rows: int, role: Callable[[int], str], record: Callable[[int], object],
-    request_tokens: Callable[[int], int],
+    request_tokens: Callable[[int], int], *, policy: Policy = SPEC, cut: bool = False,
+    warn: Callable[[str], object] = warn_refused,
 ) -> tuple[int, int] | None:
     """USAGE-5 on a recorded transcript of `rows` rows: the input tokens the last reply reports
     (the newest record of its assistant rows that has a `usage` key), and `request_tokens(p)`,
     the estimate of the request that produced it (the rows before the reply, `p` of them).
     None when that reply records no usage or an unusable one, or when no reply follows the
-    turn before the current one (the back scan stops there: bounded by two turns)."""
+    turn before the current one (the back scan stops there: bounded by two turns).
+
+    USAGE-7 (`usable_report`): with `cut` (the rows start with the breadcrumb after their
+    system rows: turns were dropped, maybe after the report was made, so the rows before the
+    reply need not be the request it counts) no report is read; a report `refused_report`
+    refuses goes to `warn` and is no report."""
+    if cut:
+        return None
     i, openers = rows - 1, 0
     while i >= 0 and role(i) != "assistant":
         openers += role(i) == "user"
@@ -100,19 +110,62 @@ def last_reply_report(
     if reported is None:
         return None
     estimated = request_tokens(i + 1)
-    return (reported, estimated) if estimated > 0 else None
+    if estimated <= 0:
+        return None
+    reported = usable_report(reported, estimated, policy=policy, warn=warn)
+    return None if reported is None else (reported, estimated)
+
+
+def recorded_pairs(
+    rows: int, role: Callable[[int], str], record: Callable[[int], object],
+    cost: Callable[[int], int],
+) -> list[tuple[int, int]]:
+    """USAGE-8 on a recorded transcript: (the estimate of the rows before a reply, its
+    reported input tokens) for every reply with a usable report, oldest first (a reply: a run
+    of assistant rows; its report, the first of its records with a `usage` key). One pass."""
+    pairs: list[tuple[int, int]] = []
+    total, i = 0, 0
+    while i < rows:
+        if role(i) != "assistant":
+            total += cost(i)
+            i += 1
+            continue
+        before, found = total, None
+        while i < rows and role(i) == "assistant":
+            value = record(i)
+            if found is None and isinstance(value, Mapping) and "usage" in value:
+                found = reported_input_tokens(value["usage"])
+            total += cost(i)
+            i += 1
+        if found is not None and before > 0:
+            pairs.append((before, found))
+    return pairs
+
+
+def rows_were_cut(crumb_present: bool, slot: ChatMessage | None) -> bool:
+    """USAGE-7 on recorded rows: whether turns were dropped from them, so that a reply's
+    recorded usage may count rows they no longer hold (a report kept by a trim describes the
+    request before it): the owner's flag, or the breadcrumb a trim writes in the slot after
+    the system rows (`slot`, None when there is no row there). Only a report is set aside on
+    this: what counts as a turn is still the flag's alone (SEEN-1)."""
+    return crumb_present or (
+        slot is not None and slot.role == "user" and slot.content == BREADCRUMB)
 
 
 def recorded_report(
     records: Sequence[object], rows: Sequence[ChatMessage], *,
     token_counter: TokenCounter | None = None, policy: Policy = SPEC,
+    crumb_present: bool = False, warn: Callable[[str], object] = warn_refused,
 ) -> tuple[int, int] | None:
     """`last_reply_report` on records (row k is the row of record k): a record's `usage` key
-    holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent."""
+    holds Anthropic's usage or OpenAI's (`prompt_tokens`); the request is priced as sent.
+    Rows that were cut (`rows_were_cut`) give no report (USAGE-7)."""
     prices = Pricing(policy, token_counter)
+    slot = index_turns(rows).body_start
+    cut = rows_were_cut(crumb_present, rows[slot] if slot < len(rows) else None)
     return last_reply_report(
         len(rows), lambda i: rows[i].role, records.__getitem__,
-        lambda end: prices.total(rows[:end]),
+        lambda end: prices.total(rows[:end]), policy=policy, cut=cut, warn=warn,
     )
 
 

@@ -143,7 +143,8 @@ def trim_anthropic(
         crumb_present=crumb_present,
         breadcrumb_record=anthropic_breadcrumb() if breadcrumb else None,
         policy=policy,
-        reported=recorded_report(records, conversation.rows, policy=policy) if usage else None,
+        reported=recorded_report(records, conversation.rows, policy=policy,
+                                 crumb_present=crumb_present) if usage else None,
         edit_record=edited_message,
     )
     kept = [record for record in result.records[system:] if record is not None]

@@ -106,7 +106,8 @@ def trim_openai(
         crumb_present=crumb_present,
         breadcrumb_record=openai_breadcrumb() if breadcrumb else None,
         policy=policy,
-        reported=recorded_report(records, rows, policy=policy) if usage else None,
+        reported=recorded_report(records, rows, policy=policy, crumb_present=crumb_present)
+        if usage else None,
         edit_record=edited_message,
     )
 

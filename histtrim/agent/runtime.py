@@ -32,10 +32,14 @@ from histtrim.messages import AssistantToolCalls, ChatMessage, ConversationMessa
 from histtrim.pairing import SweepResult, sweep_orphans, validate_tool_pairing
 from histtrim.policy import ColdCuts, ColdTrim, Policy, low_water_tokens
 from histtrim.reported_usage import (
+    PAIRS_KEPT,
     PROVIDER_UNITS,
+    HiddenPrefix,
     calibrated,
+    fit_hidden_prefix,
     reported_input_tokens,
     scaled_budget,
+    usable_report,
 )
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import ClearMemo, edit_tool_context
@@ -132,6 +136,10 @@ class Agent:
         self._clear = ClearMemo()
         """The last request's clear (CTX-6..10): the next one, which extends it, resumes it."""
         self._pending: list[HistoryTrimmed] = []
+        self._usage_pairs: tuple[tuple[int, int], ...] = ()
+        """The newest (rows estimate, reported) pairs of this session (USAGE-8's fit)."""
+        self._fitted: HiddenPrefix | None = None
+        """The hidden prefix fitted on them (USAGE-8), None until a report is in."""
         self.system_prompt = system_prompt
         self._clock = clock
         self._last_request: float | None = None
@@ -218,13 +226,14 @@ class Agent:
             raise RuntimeError("Agent.turn called from inside a turn of the same agent")
         checkpoint = self._store.checkpoint()
         saved = (self.turn_id, len(self.calls), len(self.events), self._pending,
-                 self._last_request)
+                 self._last_request, self._usage_pairs, self._fitted)
         self._turning = True
         try:
             yield
         except BaseException as error:
             self._store.rollback(checkpoint)
-            self.turn_id, calls, events, self._pending, self._last_request = saved
+            (self.turn_id, calls, events, self._pending, self._last_request,
+             self._usage_pairs, self._fitted) = saved
             del self.calls[calls:], self.events[events:]
             error.add_note(
                 f"histtrim: turn {self.turn_id + 1} was rolled back: the agent's history, "
@@ -343,12 +352,16 @@ class Agent:
         now = None if self._clock is None else _seconds(self._clock())
         last, self._last_request = self._last_request, now
         deep = self._cold = cold.cold_trim(budget, self.policy.token_trim_target, now, last)
-        if self._ledger.needs_trim(budget, crumb_present=self._store.crumb):
-            self._visible_trim(budget_tokens=budget, token_target=self.policy.token_trim_target)
+        prefix = self._fitted if budget else None
+        rows = budget if prefix is None else min(budget, prefix.rows_budget(budget))
+        if self._ledger.needs_trim(rows, crumb_present=self._store.crumb):
+            self._visible_trim(budget_tokens=rows, token_target=self.policy.token_trim_target,
+                               prefix=prefix, provider_budget=budget)
             return
         if deep is not None:  # CACHE-2: cut deep while it costs nothing
-            self._visible_trim(
-                budget_tokens=deep.budget_tokens, token_target=deep.token_target, cold=True)
+            cut = deep.budget_tokens if prefix is None else min(
+                deep.budget_tokens, prefix.rows_budget(deep.budget_tokens))
+            self._visible_trim(budget_tokens=cut, token_target=deep.token_target, cold=True)
 
     def _reported_trim(self, answer: ProviderReply, estimated: int, schema_tokens: int) -> None:
         """After a reply, with the reply recorded (USAGE-1..6, the reference's
@@ -356,17 +369,28 @@ class Agent:
         trim to the budget (its low-water mark, USAGE-4) scaled by the request's estimate over
         the report (`scaled_budget`). `estimated` is the request's estimate, schemas included.
         Missing or bad usage changes nothing (USAGE-5): the estimate's trims still run."""
-        reported = reported_input_tokens(answer.usage)
+        reported = usable_report(
+            reported_input_tokens(answer.usage), estimated, policy=self.policy)
         if reported is None:
             return
         budget = self.runtime.effective_context_budget()
         target = self.policy.token_trim_target
-        scaled = scaled_budget(budget, reported, estimated, schema_tokens, target=target)
+        fitted = None
+        if self.policy.hidden_prefix == "calibrated":  # USAGE-8
+            rows = max(0, estimated - schema_tokens)
+            self._usage_pairs = (*self._usage_pairs, (rows, reported))[-PAIRS_KEPT:]
+            fitted = self._fitted = fit_hidden_prefix(self._usage_pairs, schema_tokens)
+        if fitted is not None:
+            due = budget > 0 and reported > budget
+            scaled = fitted.rows_budget(low_water_tokens(budget, target)) if due else None
+        else:
+            scaled = scaled_budget(budget, reported, estimated, schema_tokens, target=target)
         if scaled is None or self._ledger.turn_count(crumb_present=self._store.crumb) <= 1:
             return
         self._visible_trim(
             budget_tokens=scaled,
             reported=(reported, estimated, schema_tokens, low_water_tokens(budget, target)),
+            prefix=fitted,
         )
 
     def _reactive_trim(self, overflow: ContextOverflowError) -> None:
@@ -384,14 +408,16 @@ class Agent:
         self, *, max_turns: int | None = None, budget_tokens: int | None = None,
         budget_in_force: int = 0, turn_target: Fraction = Fraction(1),
         token_target: Fraction = Fraction(1), overflow: bool = False,
-        reported: tuple[int, int, int, int] | None = None, cold: bool = False,
+        reported: tuple[int, int, int, int] | None = None, prefix: HiddenPrefix | None = None,
+        provider_budget: int = 0, cold: bool = False,
     ) -> None:
         """The visible trim (`trim_structured`) of the structured history, planned on the
         ledger's rows (RUN-3, SEEN-1): the breadcrumb comes back after the system rows and
         the event, naming a low-water mark only when it is not the spec's 1 and the overflow
         when one caused it (RUN-2), goes to the client transports and the observers
         (SEEN-2..3). A `reported` trim (reported, estimated, schema tokens, fit) states its
-        event in provider units (USAGE-6)."""
+        event in provider units (USAGE-6), by the hidden `prefix` when one was fitted
+        (USAGE-8)."""
         trim = trim_structured(
             self._store.items, self._ledger, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_present=self._store.crumb,
@@ -403,15 +429,26 @@ class Agent:
         self._store.crumb = True
         sent = self._request()[1]  # the request as the tool context edit sends it (CTX-10)
         event = trim.event(tokens_after=sent)
+        if reported is None and prefix is not None:  # USAGE-8: held to the rows' budget
+            event = event.model_copy(update={
+                "tokens_before": prefix.count(event.tokens_before),
+                "tokens_after": prefix.count(event.tokens_after),
+                "budget": low_water_tokens(provider_budget, token_target),
+                "counter": PROVIDER_UNITS, "hidden_prefix": prefix.prefix,
+                "ratio": prefix.ratio_text,
+            })
         if reported is not None:
             tokens, estimated, schemas, fit = reported
             target = self.policy.token_trim_target
             event = event.model_copy(update={
                 "tokens_before": tokens,
-                "tokens_after": calibrated(sent + schemas, tokens, estimated),
+                "tokens_after": prefix.count(sent) if prefix is not None
+                else calibrated(sent + schemas, tokens, estimated),
                 "budget": fit,
                 "counter": PROVIDER_UNITS,
                 "target": None if target == 1 else str(target),
+                "hidden_prefix": None if prefix is None else prefix.prefix,
+                "ratio": None if prefix is None else prefix.ratio_text,
             })
         if cold:  # CACHE-3: the event says why the cut came now
             target = self.policy.cold_cache.fit(self.policy.token_trim_target)

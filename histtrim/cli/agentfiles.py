@@ -5,8 +5,9 @@ on as the request the agent would send next (an Anthropic or OpenAI body)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 from histtrim.adapters.agent_sessions import (
@@ -19,7 +20,8 @@ from histtrim.adapters.agent_sessions import (
 )
 from histtrim.cli.errors import InputError
 from histtrim.cli.jsontext import check_value
-from histtrim.policy import ColdCache
+from histtrim.policy import SPEC, ColdCache, Policy
+from histtrim.reported_usage import usable_report, warn_refused
 
 AGENT_NAMES: dict[AgentFormat, str] = {
     "claude-code": "Claude Code", "codex": "Codex CLI", "gemini-cli": "Gemini CLI",
@@ -152,12 +154,26 @@ def last_call(part: SessionPart) -> RecordedCall | None:
     return part.calls[-1] if part.calls else None
 
 
-def call_report(agent: AgentFile, costs: Sequence[int]) -> tuple[int, int] | None:
+def call_report(
+    agent: AgentFile, costs: Sequence[int], policy: Policy = SPEC,
+    warn: Callable[[str], object] = warn_refused,
+) -> tuple[int, int] | None:
     """The last call's recorded input and histtrim's estimate of its request (the rows
     before its reply; `costs` per row of the body, its system prompt first): USAGE-5's
-    report."""
+    report, when USAGE-7's rule lets it be used (`usable_report`)."""
     call = last_call(agent.part)
     if call is None or call.input_tokens <= 0:
         return None
-    end = call.record + (1 if agent.part.system else 0)
-    return call.input_tokens, sum(costs[:end])
+    estimate = sum(costs[:call.record + (1 if agent.part.system else 0)])
+    if usable_report(call.input_tokens, estimate, policy=policy, warn=warn) is None:
+        return None
+    return call.input_tokens, estimate
+
+
+def call_pairs(agent: AgentFile, costs: Sequence[int]) -> list[tuple[int, int]]:
+    """USAGE-8 on an agent's file: (the estimate of the rows before each recorded call's
+    reply, its recorded input), oldest first; one pass over `costs`."""
+    shift = 1 if agent.part.system else 0
+    sums = list(accumulate(costs, initial=0))
+    return [(sums[min(call.record + shift, len(costs))], call.input_tokens)
+            for call in agent.part.calls if call.input_tokens > 0]

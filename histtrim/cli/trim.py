@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
 
-from histtrim.adapters import last_reply_report, recorded_report
+from histtrim.adapters import (
+    last_reply_report,
+    recorded_pairs,
+    recorded_report,
+    rows_were_cut,
+)
 from histtrim.adapters.anthropic import anthropic_breadcrumb, result_ids
 from histtrim.adapters.anthropic import edited_message as anthropic_message
 from histtrim.adapters.formats import HistoryFile
@@ -29,7 +35,7 @@ from histtrim.adapters.rewrite import (
     write_history_chunks,
 )
 from histtrim.carriers import to_chat_messages, tool_call_ids, tool_result_call_id
-from histtrim.cli.agentfiles import call_report, cold_requests, read_agent_file
+from histtrim.cli.agentfiles import call_pairs, call_report, cold_requests, read_agent_file
 from histtrim.cli.configs import load_config
 from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
@@ -45,7 +51,14 @@ from histtrim.low_water import holds_cut, plan_held_trim, request_points, two_pr
 from histtrim.messages import BREADCRUMB, ChatMessage, ConversationMessage
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, ColdCuts, Policy, low_water_tokens
-from histtrim.reported_usage import PROVIDER_UNITS, calibrated, scaled_budget
+from histtrim.reported_usage import (
+    PROVIDER_UNITS,
+    HiddenPrefix,
+    calibrated,
+    fit_hidden_prefix,
+    scaled_budget,
+    usable_report,
+)
 from histtrim.route import ResolvedRuntime
 from histtrim.tool_context import ToolContextEdit, edit_tool_context
 from histtrim.trim import breadcrumb_message
@@ -448,33 +461,58 @@ def _warning_lines(shown: list[PairingProblem], errors: int) -> list[str]:
     return lines
 
 
-def _file_report(hf: HistoryFile) -> tuple[int, int] | None:
-    """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5)."""
+def _file_report(
+    hf: HistoryFile, crumb: bool, warnings: list[str], policy: Policy = SPEC
+) -> tuple[int, int] | None:
+    """The last reply's recorded usage in a row file, and its request's estimate (USAGE-5),
+    when it describes these rows (USAGE-7, `rows_were_cut`)."""
     system = hf.system_rows
+    slot = hf.prefix_len
     return last_reply_report(
         len(hf), lambda i: hf.row(i).role,
         lambda i: hf.record(i - system) if i >= system else None,
-        lambda end: sum(hf.costs[:end]),
+        lambda end: sum(hf.costs[:end]), policy=policy,
+        cut=rows_were_cut(crumb, hf.row(slot) if slot < len(hf) else None),
+        warn=warnings.append,
     )
 
 
-def _scaled(limits: _Limits, report: tuple[int, int] | None) -> _Limits:
+def _fitted(limits: _Limits, report: tuple[int, int] | None, pairs: Callable[[], list[
+        tuple[int, int]]]) -> HiddenPrefix | None:
+    """USAGE-8: the hidden prefix fitted on the file's recorded reports, when the policy
+    calibrates it and the last reply's report is usable (`pairs` reads them, once)."""
+    if report is None or not limits.budget or limits.policy.hidden_prefix != "calibrated":
+        return None
+    return fit_hidden_prefix(
+        [(e, r) for e, r in pairs() if usable_report(r, e, policy=limits.policy,
+                                                     warn=lambda _: None) is not None])
+
+
+def _scaled(limits: _Limits, report: tuple[int, int] | None,
+            fitted: HiddenPrefix | None = None) -> _Limits:
     """The limits with the budget scaled by estimated / reported when the recorded report is
-    over it (USAGE-1..2); unchanged otherwise."""
+    over it (USAGE-1..2; by the fitted hidden prefix, USAGE-8); unchanged otherwise."""
     if report is None or not limits.budget:
         return limits
-    scaled = scaled_budget(limits.budget, *report)
+    if fitted is not None:
+        scaled = fitted.rows_budget(low_water_tokens(
+            limits.budget, limits.policy.token_trim_target)) if report[0] > limits.budget else None
+    else:
+        scaled = scaled_budget(limits.budget, *report)
     if scaled is None:
         return limits
     return replace(limits, budget=min(limits.budget, scaled))
 
 
 def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
-                    target: Fraction) -> _Outcome:
-    """The outcome's figures and events in the provider's units (USAGE-3, USAGE-6)."""
+                    target: Fraction, fitted: HiddenPrefix | None = None) -> _Outcome:
+    """The outcome's figures and events in the provider's units (USAGE-3, USAGE-6; by the
+    fitted hidden prefix, USAGE-8)."""
     tokens, estimated = report
 
     def units(value: int) -> int:
+        if fitted is not None:
+            return fitted.count(value)
         return calibrated(value, tokens, estimated)
 
     outcome.tokens_before, outcome.tokens = units(outcome.tokens_before), units(outcome.tokens)
@@ -484,6 +522,8 @@ def _provider_units(outcome: _Outcome, report: tuple[int, int], budget: int,
         "budget": low_water_tokens(budget, target) if event.reason == "token_budget"
         else event.budget,
         "counter": PROVIDER_UNITS,
+        "hidden_prefix": None if fitted is None else fitted.prefix,
+        "ratio": None if fitted is None else fitted.ratio_text,
     }) for event in outcome.events]
     return outcome
 
@@ -507,33 +547,66 @@ def cmd_trim(args: argparse.Namespace) -> int:
         args.format or sniff(data)) != "anthropic"
     hf = None if custom else fast_rows(source, data, args.format, args.tokenizer)
     report: tuple[int, int] | None = None
+    refused: list[str] = []
+    fitted: HiddenPrefix | None = None
     if hf is not None:
         limits = replace(_limits(args), cold_ends=cold_ends, cold_now=cold_now)
-        report = None if args.ignore_usage else (
-            _file_report(hf) if agent is None else call_report(agent, hf.costs))
-        outcome, output = _trim_file(source, hf, _scaled(limits, report), args.crumb_present)
+        system = hf.system_rows
+
+        def file_pairs() -> list[tuple[int, int]]:
+            return recorded_pairs(
+                len(hf), lambda i: hf.row(i).role,
+                lambda i: hf.record(i - system) if i >= system else None, hf.costs.__getitem__)
+
+        if args.ignore_usage:
+            report = None
+        elif agent is None:
+            report = _file_report(hf, args.crumb_present, refused, limits.policy)
+        else:
+            report = call_report(agent, hf.costs, limits.policy, refused.append)
+        fitted = _fitted(limits, report, file_pairs if agent is None else partial(
+            call_pairs, agent, hf.costs))
+        outcome, output = _trim_file(source, hf, _scaled(limits, report, fitted),
+                                     args.crumb_present)
     else:
         session = read_session(args.session, args.format, data)
         limits = replace(_limits(args), cold_ends=cold_ends, cold_now=cold_now)
         if session.rows is not None:
-            if agent is not None and not args.ignore_usage:
-                report = call_report(agent, message_costs(session.rows))
-            elif not args.ignore_usage and len(session.records) == len(session.rows):
-                report = recorded_report(session.records, session.rows,
-                                         token_counter=limits.pricing.counter,
-                                         policy=limits.policy)
-            outcome = _trim_rows(session, session.rows, _scaled(limits, report),
+            rows, prices = session.rows, limits.pricing
+
+            def session_pairs() -> list[tuple[int, int]]:
+                return recorded_pairs(len(rows), lambda i: rows[i].role,
+                                      session.records.__getitem__,
+                                      lambda i: prices.plain(rows[i]))
+
+            if args.ignore_usage:
+                pass
+            elif agent is not None:
+                costs = message_costs(rows)
+                report = call_report(agent, costs, limits.policy, refused.append)
+            elif len(session.records) == len(rows):
+                report = recorded_report(
+                    session.records, rows, token_counter=prices.counter,
+                    policy=limits.policy, warn=refused.append,
+                    crumb_present=args.crumb_present,
+                )
+            fitted = _fitted(limits, report, session_pairs if agent is None else partial(
+                call_pairs, agent, message_costs(rows)))
+            outcome = _trim_rows(session, session.rows, _scaled(limits, report, fitted),
                                  args.crumb_present)
         else:
             outcome = _trim_structured(session, limits, args.crumb_present)
         if outcome.records is not None:
             output = render(session, outcome.records)
-    if _scaled(limits, report) is not limits:
+    if _scaled(limits, report, fitted) is not limits:
         assert report is not None and limits.budget
-        outcome = _provider_units(outcome, report, limits.budget, limits.policy.token_trim_target)
+        outcome = _provider_units(outcome, report, limits.budget,
+                                  limits.policy.token_trim_target, fitted)
     # Everything is validated before the first byte is written; a file's pieces are made as
     # they go into its temporary copy (the target changes only once they all are).
     emit(args.output, output)
+    for reason in refused:
+        say(f"histtrim: warning: {reason}", err=True)
     for event in outcome.events:
         say(event.to_json(), err=True)
     say(summary(source, outcome, limits), err=True)

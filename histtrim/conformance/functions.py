@@ -384,6 +384,39 @@ def reported_input_tokens(history: Any, arguments: Mapping[str, Any]) -> JsonObj
     )}
 
 
+def refused_report(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """USAGE-7: whether a report is refused as far above its request's estimate (the spec's
+    `Policy`: 8 times the estimate plus 131,072 tokens)."""
+    values = [require(arguments, name, int) for name in (
+        "reported_input_tokens", "reported_population_estimated")]
+    schemas = optional(arguments, "tool_schema_tokens", 0)
+    if isinstance(schemas, bool) or not isinstance(schemas, int):
+        raise ProtocolError(INVALID_INPUT, "arguments.tool_schema_tokens: expected an integer")
+    try:
+        reason = reported_usage.refused_report(values[0], values[1], schemas)
+    except ValueError as error:
+        raise ProtocolError(INVALID_INPUT, f"arguments: {error}") from None
+    return {"refused": reason is not None}
+
+
+def fit_hidden_prefix(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
+    """USAGE-8: the hidden prefix and the rows' ratio fitted on (estimate, report) pairs."""
+    pairs = require(arguments, "pairs", list)
+    if not all(isinstance(p, list) and len(p) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in p) for p in pairs):
+        raise ProtocolError(INVALID_INPUT, "arguments.pairs: expected [estimate, report] pairs")
+    schemas = optional(arguments, "tool_schema_tokens", 0)
+    if isinstance(schemas, bool) or not isinstance(schemas, int):
+        raise ProtocolError(INVALID_INPUT, "arguments.tool_schema_tokens: expected an integer")
+    try:
+        fitted = reported_usage.fit_hidden_prefix([(e, r) for e, r in pairs], schemas)
+    except ValueError as error:
+        raise ProtocolError(INVALID_INPUT, f"arguments: {error}") from None
+    if fitted is None:
+        return {"prefix": None, "ratio": None}
+    return {"prefix": fitted.prefix, "ratio": str(fitted.ratio)}
+
+
 class _SentRows:
     """The rows a request sends, `rows[:body]`, the breadcrumb if inserted, `rows[cut:end]`,
     compared row for row as JSON only where two requests' cuts differ (each row's JSON is
@@ -455,5 +488,7 @@ STATELESS: dict[str, Function] = {
         trim_to_reported_budget,
         trim_to_reported_budget_with_crumb,
         reported_input_tokens,
+        refused_report,
+        fit_hidden_prefix,
     )
 }

@@ -95,6 +95,8 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     "trim_to_reported_budget": _ids("USAGE-1..4 KEEP-1 TURN-4..6 PAIR-1"),
     "trim_to_reported_budget_with_crumb": _ids("USAGE-6 USAGE-1..4 SEEN-1..2"),
     "reported_input_tokens": _ids("USAGE-5"),
+    "refused_report": _ids("USAGE-7"),
+    "fit_hidden_prefix": _ids("USAGE-8"),
 }
 """The rules a function's result can check; the first is its rule when a source names none."""
 

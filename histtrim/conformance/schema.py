@@ -457,6 +457,29 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                                   "integer, negative, a total of 0, or another model's.")}),
         {"usage": None, "model": None, "expected_model": None},
         "What a provider's usage report counts as the request's input (USAGE-5)."),
+    "refused_report": _function(
+        "null",
+        {"reported_input_tokens": REPORTED_ARGUMENTS["reported_input_tokens"],
+         "reported_population_estimated": REPORTED_ARGUMENTS["reported_population_estimated"],
+         "tool_schema_tokens": REPORTED_ARGUMENTS["tool_schema_tokens"]},
+        _object({"refused": _field({"type": "boolean"}, "Whether the report is above 8 times "
+                                   "the estimate (schemas included) plus 131,072 tokens.")}),
+        {"tool_schema_tokens": 0},
+        "Whether a usage report is refused as far above its request's estimate (USAGE-7)."),
+    "fit_hidden_prefix": _function(
+        "null",
+        {"pairs": _field({"type": "array", "items": {"type": "array", "items": INT,
+                                                     "minItems": 2, "maxItems": 2}},
+                         "The session's (rows estimate, reported input tokens) pairs, oldest "
+                         "first."),
+         "tool_schema_tokens": _field(INT, "The estimate of the tool schemas sent with them "
+                                      "(a lower bound of the prefix).")},
+        _object({"prefix": _field({"type": ["integer", "null"]}, "The provider tokens the "
+                                  "rows do not show, or null: no usable pair."),
+                 "ratio": _field({"type": ["string", "null"]}, "Provider tokens per estimated "
+                                 "token of the rows, an exact ratio such as \"7/5\".")}),
+        {"tool_schema_tokens": 0},
+        "The hidden prefix and the rows' ratio fitted on a session's reports (USAGE-8)."),
 }
 """Protocol function -> its history, arguments and result schemas, and the value of each
 argument a request may leave out (its default; every exported vector still carries every

@@ -1,6 +1,7 @@
 """What the three integrations share: the limits resolved once (budget, turn limit, counter,
 policy), the whole-turn trim of a framework's units (one provider-facing row each), the
-reactive 2/3 trim after an overflow, the pairing guard and the event delivery.
+reactive 2/3 trim after an overflow, the reports each conversation's requests got
+(`ReportBook`, USAGE-7..8), the pairing guard and the event delivery.
 
 A unit is whatever one row stands for in a framework (a message, some parts of a message, a
 run of input items); the framework module maps units to rows and kept units back to its own
@@ -11,9 +12,11 @@ from __future__ import annotations
 import logging
 import math
 import operator
+import sys
 import threading
 from bisect import bisect_left
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any, Generic, TypeVar
@@ -22,16 +25,21 @@ from histtrim.adapters import trim_records_held
 from histtrim.carriers import tool_call_ids
 from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
-from histtrim.events import HistoryTrimmed
+from histtrim.estimate import estimate_tool_schemas
+from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.low_water import Replay, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
 from histtrim.reported_usage import (
+    PAIRS_KEPT,
     PROVIDER_UNITS,
+    HiddenPrefix,
     calibrated,
+    fit_hidden_prefix,
     reported_input_tokens,
     scaled_budget,
+    usable_report,
 )
 from histtrim.route import ResolvedRuntime, resolve_runtime
 from histtrim.tool_context import ClearMemo, ToolContextEdit, edit_tool_context
@@ -213,7 +221,14 @@ class Seen:
     units: list[Any]
     priced: list[Priced]
     floor: int = 0
-    report: tuple[int, int] | None = None
+    report: tuple[int, int, int] | None = None
+    """(reported input tokens, the estimate of the request it counts with the tool schemas,
+    the tool schemas' estimate)."""
+    pairs: tuple[tuple[int, int], ...] = ()
+    """The conversation's newest (rows estimate, reported) pairs (USAGE-8's fit)."""
+    fresh: bool = False
+    """Made without a remembered history it extends: what the reported-usage trim holds for
+    it is looked up in the `ReportBook` (by the rows of the requests it counts)."""
     problems: list[PairingProblem] | None = None
     """The pairing errors of the whole history (its positions), found once per history: a
     history that extends another scans only from the other's last request on."""
@@ -282,6 +297,123 @@ def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
     return seen.columns
 
 
+def _row_key(row: ChatMessage) -> int:
+    return hash((row.role, row.content))
+
+
+_ANCHOR_BACK = 64
+"""How far back from a history's end its anchor (its newest user row) is looked for."""
+_ANCHOR_TAIL = 4
+"""How many of a history's last rows its anchor's key covers besides its first row."""
+
+
+@dataclass
+class Held:
+    """What the reported-usage trim holds for one conversation (USAGE-1..8): the pending
+    report, the held cut as a distance back from the anchor (0: none) and the fit's pairs,
+    under the anchor's key: its first row, its length to the history's end and its last
+    rows."""
+
+    key: tuple[int, int, int]
+    back: int
+    report: tuple[int, int, int] | None
+    pairs: tuple[tuple[int, int], ...]
+
+    def size(self) -> int:
+        """Its bytes, as `sys.getsizeof` counts them (the book's bound)."""
+        report = 0 if self.report is None else sys.getsizeof(self.report) + 3 * 36
+        return (sys.getsizeof(self) + sys.getsizeof(self.key) + 3 * 36 + report
+                + sys.getsizeof(self.pairs) + len(self.pairs) * (sys.getsizeof((0, 0)) + 72)
+                + 64)
+
+
+class ReportBook:
+    """USAGE-7: each conversation's report and held cut, kept for the request it counts.
+
+    A report counts the rows of one request: it is filed under an anchor in the history that
+    request was made from (its newest user row, its distance to the end and the last rows),
+    so a later history of that conversation finds it wherever those rows now stand: one
+    that extends it (an instance serving more conversations than `Prefixes` remembers), or
+    one whose older turns were dropped from the store (LangChain's `persist=True`, the SDK's
+    `HisttrimSession(max_turns=...)`). A history holding no such rows (another
+    conversation) finds nothing. At most `limit` bytes, the least recently used dropped
+    first; a lookup scans the history once (only for a history not remembered)."""
+
+    def __init__(self, limit: int = 1 << 20) -> None:
+        self.limit = limit
+        self.bytes = 0
+        self._entries: OrderedDict[tuple[int, int, int], Held] = OrderedDict()
+        self._firsts: dict[int, list[tuple[int, int, int]]] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @staticmethod
+    def anchor(rows: Sequence[ChatMessage]) -> tuple[int, tuple[int, int, int]] | None:
+        """Where a history's anchor starts and its key (None: no rows)."""
+        size = len(rows)
+        if not size:
+            return None
+        start = size - 1
+        while start > max(0, size - _ANCHOR_BACK) and rows[start].role != "user":
+            start -= 1
+        tail = hash(tuple(map(_row_key, rows[max(start, size - _ANCHOR_TAIL):])))
+        return start, (_row_key(rows[start]), size - start, tail)
+
+    def write(self, seen: Seen) -> None:
+        """File what `seen` holds under its anchor, replacing the entry it came from."""
+        found = self.anchor(_Rows(seen.priced))
+        if found is None:
+            return
+        start, key = found
+        back = start - seen.floor if seen.floor else 0
+        entry = Held(key, max(0, back), seen.report, seen.pairs[-PAIRS_KEPT:])
+        with self._lock:
+            self._drop(key)
+            self._entries[key] = entry
+            self._firsts.setdefault(key[0], []).append(key)
+            self.bytes += entry.size()
+            while self.bytes > self.limit and self._entries:
+                self._drop(next(iter(self._entries)))  # the least recently used
+
+    def _drop(self, key: tuple[int, int, int]) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self.bytes -= entry.size()
+        keys = self._firsts.get(key[0], [])
+        keys.remove(key)
+        if not keys:
+            self._firsts.pop(key[0], None)
+
+    def restore(self, seen: Seen) -> None:
+        """Give `seen` (a history not remembered) what the book holds for the newest request
+        whose anchor its rows contain: the pending report, the cut and the pairs."""
+        rows = _Rows(seen.priced)
+        best: tuple[int, int, Held] | None = None
+        with self._lock:
+            if not self._entries:
+                return
+            firsts = self._firsts
+            for p, item in enumerate(seen.priced):
+                row = item.row
+                keys = firsts.get(hash((row.role, row.content)))
+                for key in keys or ():
+                    end = p + key[1]
+                    if end > len(rows) or (best is not None and end <= best[0]):
+                        continue
+                    tail = hash(tuple(map(_row_key, rows[max(p, end - _ANCHOR_TAIL):end])))
+                    if tail == key[2]:
+                        best = (end, p, self._entries[key])
+            if best is None:
+                return
+            _, start, entry = best
+            self._entries.move_to_end(entry.key)  # recently used
+        seen.floor = max(0, start - entry.back) if entry.back else 0
+        seen.report, seen.pairs = entry.report, entry.pairs
+
+
 class Prefixes:
     """The last few histories an instance priced, so a call that extends one (a framework
     passes the same prefix on every model call) reuses its units and prices and makes only
@@ -316,10 +448,16 @@ class Prefixes:
         """Remember a history priced now (inheriting what the one it `extends` holds, whose
         first `shared` priced rows it reuses); it is also `last()` for this thread until the
         next one (the trim that follows reads it)."""
-        seen = Seen(list(items), units, priced)
+        if extends is not None and len(items) == len(extends.items) and _same(
+                priced, extends.priced):  # the same history again: one record of it
+            self._seen = [extends, *(x for x in self._seen if x is not extends)]
+            self._last.seen = extends
+            return extends
+        seen = Seen(list(items), units, priced, fresh=extends is None)
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
             seen.last_time, seen.cold = extends.last_time, extends.cold
+            seen.pairs = extends.pairs
             if extends.problems is not None:
                 seen.parent = (len(extends.priced), extends.problems)
             if extends.columns is not None and shared:
@@ -393,6 +531,21 @@ def same_model(requested: object, reported: object) -> bool:
         return True
     rest = reported[len(requested):]
     return reported.startswith(requested) and rest[:1] == "-" and rest[1:2].isdigit()
+
+
+def schema_tokens(
+    tools: Iterable[tuple[object, object, object]], policy: Policy | None = None
+) -> int:
+    """The estimate of the tool schemas a framework sends beside the rows (name, description,
+    parameters of each: `estimate_tool_schemas`), the reports' `tool_schema_tokens`; 0 when
+    they cannot be read (a guest never fails its host's run over a figure)."""
+    try:
+        return estimate_tool_schemas([
+            {"name": str(name), "description": "" if text is None else str(text),
+             "parameters": params if isinstance(params, Mapping) else {}}
+            for name, text, params in tools], policy=SPEC if policy is None else policy)
+    except Exception:
+        return 0
 
 
 def _first_kept(positions: Sequence[int]) -> int | None:
@@ -507,6 +660,10 @@ class Trimmer:
         self.cache = PriceCache(self.pricing)
         self.prefixes = Prefixes()
         """The last histories priced, whose units and prices a longer one reuses."""
+        self._last_fit: tuple[tuple[object, int], HiddenPrefix | None] | None = None
+        """The last USAGE-8 fit and the pairs it was made of."""
+        self.book = ReportBook()
+        """Each conversation's report and held cut, by the rows of the request it counts."""
         self._crumb_priced: Priced | None = None
         """Each unit's row and prices, once per instance (`PriceCache`)."""
         self._clear = ClearMemo()
@@ -545,6 +702,9 @@ class Trimmer:
         if seen is not None and (offset < 0 or not _same(priced[offset:], seen.priced)):
             seen = None  # not the history this trim was given (a caller's own `priced` call)
             offset = 0
+        if seen is not None and seen.fresh:
+            seen.fresh = False
+            self.book.restore(seen)
         positions: Sequence[int] = range(len(priced))
         rows: Sequence[Priced] = priced
         if seen is not None and seen.floor:
@@ -558,9 +718,24 @@ class Trimmer:
                 given = table
                 if seen.replay is not None and seen.replay[:2] == (lead, crumb_present):
                     resume = seen.replay[2]
-        plan = self._plan(positions, rows, crumb_present, self.budget_tokens, self.max_turns,
+        fitted = self._fitted(seen)
+        budget = self.budget_tokens
+        if fitted is not None:  # USAGE-8: the rows held to the budget's rows part
+            budget = min(budget, fitted.rows_budget(budget))
+        if budget != self.budget_tokens:
+            resume = None  # the held replay was planned at another budget
+        plan = self._plan(positions, rows, crumb_present, budget, self.max_turns,
                           given=given, resume=resume, cold=cold)
-        if given is not None and seen is not None and plan.replay is not None:
+        if fitted is not None and plan.events:
+            plan = replace(plan, events=tuple(
+                e if e.reason != TrimReason.TOKEN_BUDGET else e.model_copy(update={
+                    "tokens_before": fitted.count(e.tokens_before),
+                    "tokens_after": fitted.count(e.tokens_after),
+                    "budget": self.budget_tokens, "counter": PROVIDER_UNITS,
+                    "hidden_prefix": fitted.prefix, "ratio": fitted.ratio_text,
+                }) for e in plan.events))
+        if (given is not None and seen is not None and plan.replay is not None
+                and budget == self.budget_tokens):
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
@@ -611,6 +786,19 @@ class Trimmer:
             logging.getLogger(LOGGER).exception("histtrim: the clock gave no time")
             return None
 
+    def _fitted(self, seen: Seen | None) -> HiddenPrefix | None:
+        """USAGE-8: the hidden prefix fitted on the conversation's reports, when the policy
+        calibrates it and a budget is set (None: the estimate's budget, as the reference)."""
+        if (seen is None or not seen.pairs or not self.budget_tokens
+                or self.policy.hidden_prefix != "calibrated"):
+            return None
+        _, _, schemas = seen.report if seen.report is not None else (0, 0, 0)
+        key = (seen.pairs, schemas)
+        last = self._last_fit
+        if last is None or last[0] != key:  # the same pairs at every call until a report
+            last = self._last_fit = (key, fit_hidden_prefix(seen.pairs, schemas))
+        return last[1]
+
     def _held_floor(
         self, priced: Sequence[Priced], crumb_present: bool, floor: int
     ) -> tuple[list[int], list[Priced], bool]:
@@ -626,21 +814,31 @@ class Trimmer:
 
     def report(
         self, sent: Trimmed[Any] | None, usage: object, *, model: object = None,
-        expected_model: object = None,
+        expected_model: object = None, tool_schema_tokens: int = 0,
     ) -> None:
         """Record the provider's usage report for the request `sent`: its input tokens
         (`reported_input_tokens`, USAGE-5; the frameworks report cached input inside them).
-        No usable report (absent, 0, negative, not an integer, another model's) records
-        nothing: the estimate alone decides. The next call made from that history applies
-        it (`_reported`). Never raises: a guest does not fail its host's run."""
+        No usable report (absent, 0, negative, not an integer, another model's, or one
+        `usable_report` refuses, USAGE-7) records nothing: the estimate alone decides. The
+        next call made from that history, or from a later history holding the request's
+        rows (`ReportBook`), applies it (`_reported`). `tool_schema_tokens`: the estimate of
+        the tool schemas the framework sent beside the rows. Never raises: a guest does not
+        fail its host's run."""
         try:
             if sent is None or sent.seen is None or sent.tokens <= 0:
                 return
             if not same_model(expected_model, model):
                 return
-            reported = reported_input_tokens(usage)
+            schemas = _count("tool_schema_tokens", tool_schema_tokens)
+            reported = usable_report(
+                reported_input_tokens(usage), sent.tokens, schemas, policy=self.policy,
+                warn=lambda reason: logging.getLogger(LOGGER).warning("histtrim: %s", reason),
+            )
             if reported is not None:
-                sent.seen.report = (reported, sent.tokens)
+                seen = sent.seen
+                seen.report = (reported, sent.tokens + schemas, schemas)
+                seen.pairs = (*seen.pairs, (sent.tokens, reported))[-PAIRS_KEPT:]
+                self.book.write(seen)
         except Exception:
             logging.getLogger(LOGGER).exception("histtrim: a usage report was not read")
 
@@ -650,10 +848,20 @@ class Trimmer:
         `Policy` target below 1), once, and the cut is then held (`Seen.floor`). A report
         within the budget (or none) never moves the cut."""
         assert seen.report is not None
-        reported, estimated = seen.report
+        reported, estimated, schemas = seen.report
         seen.report = None
+        self.book.write(seen)
         target = self.policy.token_trim_target
-        scaled = scaled_budget(self.budget_tokens, reported, estimated, target=target)
+        prefix = None
+        if self.policy.hidden_prefix == "calibrated":  # USAGE-8
+            prefix = fit_hidden_prefix(seen.pairs, schemas)
+        if prefix is not None:
+            due = self.budget_tokens > 0 and reported > self.budget_tokens
+            fit_budget = low_water_tokens(self.budget_tokens, target)
+            scaled = prefix.rows_budget(fit_budget) if due else None
+        else:
+            scaled = scaled_budget(self.budget_tokens, reported, estimated, schemas,
+                                   target=target)
         if scaled is None:
             return plan
         fit = self._cut_policy.model_copy(update={"token_trim_target": 1, "turn_trim_target": 1})
@@ -664,22 +872,31 @@ class Trimmer:
         dropped = moved.events[-1]
         event = dropped.model_copy(update={
             "tokens_before": reported,
-            "tokens_after": calibrated(moved.tokens, reported, estimated),
+            "tokens_after": prefix.count(moved.tokens) if prefix is not None else calibrated(
+                moved.tokens + schemas, reported, estimated),
             "budget": low_water_tokens(self.budget_tokens, target),
             "counter": PROVIDER_UNITS, "target": None if target == 1 else str(target),
+            "hidden_prefix": None if prefix is None else prefix.prefix,
+            "ratio": None if prefix is None else prefix.ratio_text,
         })
         first = _first_kept(moved.positions)
         if first is not None:
             seen.floor = first - offset
+            self.book.write(seen)
         return _Plan(moved.positions, moved.priced, moved.rows, moved.crumb_present,
                      (*plan.events, event), moved.tokens)
 
     def reactive(
         self, units: Sequence[U], priced: Sequence[Priced], *, crumb: U, crumb_present: bool,
-        rewrite: Rewrite[U] | None = None,
+        rewrite: Rewrite[U] | None = None, sent: Trimmed[Any] | None = None,
     ) -> Trimmed[U] | None:
         """After the provider reported an overflow for these units: trim them to two thirds
-        of their estimate (RUN-2). None when one turn is left: nothing older can be dropped."""
+        of their estimate (RUN-2). None when one turn is left: nothing older can be dropped.
+
+        `sent`: the request that overflowed (these are its units). Its history then holds
+        the retry's cut, as after a reported-usage trim (`Seen.floor`), and the retry is a
+        request of that history whose usage `report` records (issue 46 item 1: a resumed
+        session would otherwise overflow again at every call)."""
         rows = list(map(_ROW, priced))
         index = index_turns(rows, crumb_present=crumb_present)
         if index.turn_count <= 1:
@@ -691,7 +908,17 @@ class Trimmer:
         plan = replace(plan, events=tuple(e.after_overflow() for e in plan.events[-1:]))
         done = self._rebuild(plan, units, priced, crumb, None, rewrite, target)
         self._emit(done.events)
-        return done
+        seen = None if sent is None else sent.seen
+        if seen is None:
+            return done
+        first = _first_kept(plan.positions) if plan.events else None
+        if first is not None and isinstance(sent, Trimmed) and len(sent.positions) == len(
+                units) and first < len(units):
+            held = sent.positions[first]
+            if held >= 0 and held - sent.offset > seen.floor:
+                seen.floor = held - sent.offset
+                self.book.write(seen)
+        return replace(done, seen=seen)
 
     def _plan(
         self, positions: Sequence[int], priced: Sequence[Priced], crumb_present: bool,

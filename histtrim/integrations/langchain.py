@@ -10,7 +10,7 @@ every message, then the kept ones and the breadcrumb): the dropped turns leave t
 
 Each response's `usage_metadata["input_tokens"]` is the provider's count of the request
 sent: a count over the budget trims the next request to the budget in provider units, once,
-and the cut is held (USAGE-1..6, `Trimmer.report`). The rows are the ones
+and the cut is held, per conversation (USAGE-1..8, `Trimmer.report`). The rows are the ones
 `histtrim.adapters.langchain.from_langchain` builds; the messages sent are
 the state's own objects. Needs the `langchain` extra: `pip install 'histtrim[langchain]'`."""
 
@@ -24,7 +24,7 @@ from histtrim.adapters.langchain import langchain_row
 from histtrim.carriers import parse_tool_calls, parse_tool_result
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer
+from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, schema_tokens
 from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -186,17 +186,19 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
 
     def _retry(
         self, request: ModelRequest[Any], sent: Trimmed[AnyMessage], error: ContextOverflowError
-    ) -> ModelRequest[Any]:
+    ) -> tuple[ModelRequest[Any], Trimmed[AnyMessage]]:
+        """The request after an overflow (RUN-2) and its trim, whose cut the history holds
+        and whose usage is recorded like any request's."""
         crumb: AnyMessage = breadcrumb()
         done = self.trimmer.reactive(
             sent.units, sent.priced, crumb=crumb, crumb_present=sent.crumb_present,
-            rewrite=tool_context_message,
+            rewrite=tool_context_message, sent=sent,
         )
         if done is None:
             raise error
         self.trimmer.check_pairing(done.rows)
         system = 0 if request.system_message is None else 1
-        return request.override(messages=done.units[system:])
+        return request.override(messages=done.units[system:]), done
 
     def _report(
         self, request: ModelRequest[Any], sent: Trimmed[AnyMessage] | None, response: Any
@@ -213,6 +215,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
                     sent, {"input_tokens": usage.get("input_tokens")},
                     model=metadata.get("model_name") if isinstance(metadata, dict) else None,
                     expected_model=getattr(model, "model_name", getattr(model, "model", None)),
+                    tool_schema_tokens=schema_tokens(
+                        map(_tool_schema, request.tools or ()), self.trimmer.policy),
                 )
                 return
 
@@ -227,7 +231,8 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         try:
             response = handler(trimmed)
         except ContextOverflowError as error:
-            return handler(self._retry(request, sent, error))
+            again, sent = self._retry(request, sent, error)
+            response = handler(again)
         self._report(request, sent, response)
         return response
 
@@ -240,6 +245,19 @@ class HisttrimMiddleware(AgentMiddleware[Any, Any, Any]):
         try:
             response = await handler(trimmed)
         except ContextOverflowError as error:
-            return await handler(self._retry(request, sent, error))
+            again, sent = self._retry(request, sent, error)
+            response = await handler(again)
         self._report(request, sent, response)
         return response
+
+
+def _tool_schema(tool: Any) -> tuple[object, object, object]:
+    """A LangChain tool (a `BaseTool` or a provider's dict) as (name, description,
+    parameters)."""
+    if isinstance(tool, dict):
+        spec = tool.get("function", tool)
+        return (spec.get("name"), spec.get("description"),
+                spec.get("parameters", spec.get("input_schema")))
+    make = getattr(getattr(tool, "tool_call_schema", None), "model_json_schema", None)
+    params = make() if callable(make) else {}
+    return getattr(tool, "name", ""), getattr(tool, "description", ""), params

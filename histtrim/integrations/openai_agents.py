@@ -9,7 +9,7 @@ run_config=RunConfig(call_model_input_filter=HisttrimInputFilter()))`, or `run_w
   (`is_context_overflow`: OpenAI's `context_length_exceeded`, LiteLLM's, other providers'), it
   trims the input that overflowed to two thirds of its estimate and calls the model once more
   (RUN-2). The SDK has no overflow hook, so the retry lives in the model; it also hands
-  each response's `usage.input_tokens` to the filter (USAGE-1..6, `Trimmer.report`).
+  each response's `usage.input_tokens` to the filter (USAGE-1..8, `Trimmer.report`).
 - `HisttrimSession` wraps any `Session`: it stores every item and each run reads the newest
   `max_turns` whole turns, the breadcrumb first when older turns are left out.
 - `run_with_histtrim(agent, input, ...)` runs `Runner.run` with the filter installed and the
@@ -42,7 +42,14 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
+from histtrim.integrations._trimmer import (
+    OnTrim,
+    Priced,
+    Trimmed,
+    Trimmer,
+    kept_tail,
+    schema_tokens,
+)
 from histtrim.messages import BREADCRUMB, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -406,27 +413,37 @@ class HisttrimInputFilter:
             self._sent.pop(next(iter(self._sent)))
         return ModelInputData(input=sent, instructions=data.model_data.instructions)
 
-    def report(self, input: Any, usage: object) -> None:
+    def report(self, input: Any, usage: object, tools: Any = ()) -> None:
         """The provider's usage for the request made of `input` (its `input_tokens`, cached
-        input included): the next call of that history applies it (USAGE-1..6)."""
+        input included): the next call of that history applies it (USAGE-1..8); `tools`: the
+        tools the model call was given (their schemas' estimate)."""
         if isinstance(input, list):
             sent = self._sent.pop(_key(input), None)
             if sent is not None:
                 self.trimmer.report(
-                    sent, {"input_tokens": getattr(usage, "input_tokens", None)})
+                    sent, {"input_tokens": getattr(usage, "input_tokens", None)},
+                    tool_schema_tokens=schema_tokens(_tool_schemas(tools), self.trimmer.policy),
+                )
 
     def reactive(self, items: Sequence[Any], instructions: str | None) -> list[Any] | None:
         """After an overflow: the items trimmed to 2/3 of their estimate (RUN-2), or None
-        when one turn is left."""
+        when one turn is left. When `items` is a request this filter sent, its history holds
+        the retry's cut and the retry's usage is recorded (`report`)."""
+        sent = self._sent.pop(_key(items), None)
         units, priced = self.priced(items, instructions)
         done = self.trimmer.reactive(
             units, priced, crumb=CRUMB, crumb_present=self._crumb(items),
-            rewrite=tool_context_unit(items),
+            rewrite=tool_context_unit(items), sent=sent,
         )
         if done is None:
             return None
         self.trimmer.check_pairing(done.rows)
-        return from_units(items, done.units)
+        shorter = from_units(items, done.units)
+        if sent is not None:
+            self._sent[_key(shorter)] = done
+            while len(self._sent) > SENT_KEPT:
+                self._sent.pop(next(iter(self._sent)))
+        return shorter
 
 
 def priced_units(
@@ -471,6 +488,22 @@ def _anchors(items: Sequence[Any], unit: Unit) -> tuple[object, ...]:
     return tuple(chain.from_iterable((items[i], *items[i].values()) for i in unit))
 
 
+def _tools_arg(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The `tools` a `Model.get_response`/`stream_response` call was given (after
+    `system_instructions, input`: `model_settings, tools, ...`)."""
+    return kwargs.get("tools", args[1] if len(args) > 1 else ())
+
+
+def _tool_schemas(tools: Any) -> list[tuple[object, object, object]]:
+    """The SDK's tools as (name, description, parameters); a hosted tool has no schema the
+    request carries as text (none is counted)."""
+    if not isinstance(tools, list | tuple):
+        return []
+    return [(getattr(tool, "name", ""), getattr(tool, "description", ""),
+             getattr(tool, "params_json_schema", None)) for tool in tools
+            if getattr(tool, "params_json_schema", None) is not None]
+
+
 class HisttrimModel(Model):
     """A model that answers a context overflow once: the input trimmed to 2/3 (RUN-2)."""
 
@@ -489,19 +522,24 @@ class HisttrimModel(Model):
     async def get_response(
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
     ) -> ModelResponse:
+        tools = _tools_arg(args, kwargs)
         try:
             response = await self.inner.get_response(
                 system_instructions, input, *args, **kwargs)
         except Exception as error:
             shorter = self._retry_input(system_instructions, input, error)
-            return await self.inner.get_response(system_instructions, shorter, *args, **kwargs)
-        self.trimming.report(input, getattr(response, "usage", None))
+            response = await self.inner.get_response(
+                system_instructions, shorter, *args, **kwargs)
+            self.trimming.report(shorter, getattr(response, "usage", None), tools)
+            return response
+        self.trimming.report(input, getattr(response, "usage", None), tools)
         return response
 
     async def stream_response(
         self, system_instructions: str | None, input: Any, *args: Any, **kwargs: Any
     ) -> AsyncIterator[Any]:
         started = False
+        tools = _tools_arg(args, kwargs)
         try:
             async for event in self.inner.stream_response(
                 system_instructions, input, *args, **kwargs
@@ -509,7 +547,7 @@ class HisttrimModel(Model):
                 started = True
                 if getattr(event, "type", None) == "response.completed":
                     response = getattr(event, "response", None)
-                    self.trimming.report(input, getattr(response, "usage", None))
+                    self.trimming.report(input, getattr(response, "usage", None), tools)
                 yield event
             return
         except Exception as error:
@@ -519,6 +557,9 @@ class HisttrimModel(Model):
         async for event in self.inner.stream_response(
             system_instructions, shorter, *args, **kwargs
         ):
+            if getattr(event, "type", None) == "response.completed":
+                response = getattr(event, "response", None)
+                self.trimming.report(shorter, getattr(response, "usage", None), tools)
             yield event
 
     async def close(self) -> None:

@@ -40,7 +40,14 @@ from histtrim.carriers import (
 )
 from histtrim.counting import TokenCounter
 from histtrim.integrations import framework_imports
-from histtrim.integrations._trimmer import OnTrim, Priced, Trimmed, Trimmer, kept_tail
+from histtrim.integrations._trimmer import (
+    OnTrim,
+    Priced,
+    Trimmed,
+    Trimmer,
+    kept_tail,
+    schema_tokens,
+)
 from histtrim.messages import BREADCRUMB, TOOL_RESULTS_PREFIX, ChatMessage
 from histtrim.policy import Policy
 from histtrim.route import ResolvedRuntime
@@ -398,6 +405,8 @@ class HisttrimCapability(AbstractCapability[Any]):
         """Per run: the messages the last attempt was prepared from and what it sent."""
         self._retry: dict[str | None, list[ModelMessage]] = {}
         """Per run: what the attempt after an overflow sends."""
+        self._retried: set[str | None] = set()
+        """The runs whose attempt in flight is the one after an overflow (it is not retried)."""
         self._copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
         """The message copies the last request sent (`from_units`)."""
         self._made = _Made()
@@ -444,6 +453,7 @@ class HisttrimCapability(AbstractCapability[Any]):
         finally:
             self._sent.pop(ctx.run_id, None)
             self._retry.pop(ctx.run_id, None)
+            self._retried.discard(ctx.run_id)
 
     async def prepare_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -465,12 +475,18 @@ class HisttrimCapability(AbstractCapability[Any]):
         """The response's `usage.input_tokens` (cached input included) as the provider's count
         of the request sent (USAGE-1..6): the next request of this history applies it."""
         sent = self._sent.pop(ctx.run_id, None)
+        self._retried.discard(ctx.run_id)
         if sent is not None:
             usage = getattr(response, "usage", None)
+            tools = getattr(request_context.model_request_parameters, "function_tools", None)
             self.trimmer.report(
                 sent[1], {"input_tokens": getattr(usage, "input_tokens", None)},
                 model=getattr(response, "model_name", None),
                 expected_model=getattr(request_context.model, "model_name", None),
+                tool_schema_tokens=schema_tokens(
+                    ((getattr(t, "name", ""), getattr(t, "description", ""),
+                      getattr(t, "parameters_json_schema", None)) for t in tools or ()),
+                    self.trimmer.policy),
             )
         return response
 
@@ -479,15 +495,20 @@ class HisttrimCapability(AbstractCapability[Any]):
     ) -> ModelResponse:
         """A context overflow: one more attempt, trimmed to 2/3 of what overflowed (RUN-2)."""
         sent = self._sent.pop(ctx.run_id, None)
+        if ctx.run_id in self._retried:  # the attempt after an overflow overflowed too
+            self._retried.discard(ctx.run_id)
+            raise error
         if not isinstance(error, ModelContextWindowExceededError) or sent is None:
             raise error
         messages, done = sent
         again = self.trimmer.reactive(
             done.units, done.priced, crumb=CRUMB, crumb_present=done.crumb_present,
-            rewrite=tool_context_unit(messages),
+            rewrite=tool_context_unit(messages), sent=done,
         )
         if again is None:
             raise error
         self.trimmer.check_pairing(again.rows)
         self._retry[ctx.run_id] = from_units(messages, again.units)
+        self._sent[ctx.run_id] = (messages, again)  # the retry's usage is recorded too
+        self._retried.add(ctx.run_id)
         raise RetryModelRequest()

@@ -315,6 +315,22 @@ def reported_usage_cases(s: ModuleType) -> Iterator[Case]:
     yield Case("generated:usage-model", ("USAGE-5",), "reported_input_tokens", None,
                {"usage": {"prompt_tokens": 900}, "model": "gpt-4o-mini",
                 "expected_model": "gpt-4o"})
+    for n, (reported, estimated, schemas) in enumerate((
+        (139_072, 1000, 0), (139_073, 1000, 0), (10**30, 1000, 0), (140_000, 1000, 200),
+        (21_715, 4, 0), (5, 0, 0), (131_072, 0, 0), (131_073, 0, 0),
+    )):
+        yield Case(f"generated:refused#{n}", ("USAGE-7",), "refused_report", None,
+                   {"reported_input_tokens": reported,
+                    "reported_population_estimated": estimated, "tool_schema_tokens": schemas})
+    line = [(e, 20_000 + 7 * e // 5) for e in (1_000, 5_000, 9_000, 13_000, 17_000)]
+    for n, (pairs, schemas) in enumerate((
+        ([], 0), ([(1000, 24_000)], 0), ([(1000, 1500)], 800), ([(1000, 800)], 0),
+        ([(0, 500)], 0), (line, 0), ([*line, (4_000, 28_600)], 0),
+        ([(1000, 5000), (1000, 5200)], 0), ([(1000, 900_000), (2000, 900_100)], 0),
+        ([(e, 3 * e) for e in range(100, 2100, 100)], 0),
+    )):
+        yield Case(f"generated:hidden-prefix#{n}", ("USAGE-8",), "fit_hidden_prefix", None,
+                   {"pairs": [list(p) for p in pairs], "tool_schema_tokens": schemas})
 
 
 ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases,
