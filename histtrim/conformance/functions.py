@@ -5,7 +5,9 @@ The stateless functions live here; the agent-loop scenarios are in `scenario.py`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,7 +38,7 @@ from histtrim.conformance.codec import (
 )
 from histtrim.counting import Pricing
 from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import Policy, ToolContext
+from histtrim.policy import ColdCache, ColdCuts, Policy, ToolContext
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
 """(history, arguments) -> result; raises `ProtocolError` for an expected error."""
@@ -234,7 +236,9 @@ def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObje
 def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     """Each request the history records, trimmed by a caller passing its whole history
     (as `histtrim.adapters.trim_records_held` trims it), and how often the prompt prefix was
-    rewritten: one replay over the history (`low_water.replay_requests`), linear in it."""
+    rewritten: one replay over the history (`low_water.replay_requests`), linear in it.
+    With `cold_cache` on and `times`, the requests that found the cache cold (CACHE-1) cut
+    deep now (CACHE-2), and the last request's event says so (CACHE-3, `plan_held_trim`)."""
     rows = chat_rows(history_list(history))
     budget = require(arguments, "budget_tokens", int)
     limit = optional(arguments, "max_turns", None)
@@ -246,22 +250,51 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     )
     index = turns.index_turns(rows)
     pricing, crumb_row = Pricing(chosen), trim.breadcrumb_message()
+    points = low_water.request_points(rows)
+    cold, cold_ends = _cold_requests(arguments, points, budget, chosen.token_trim_target)
+    prices = low_water.two_prices(rows, index, pricing)
     body = index.body_start
     sent = _SentRows(rows, body, crumb_row)
     requests: list[JsonObject] = []
     moves, previous = 0, None
     for request in low_water.replay_requests(
-        index, low_water.two_prices(rows, index, pricing), low_water.request_points(rows),
-        max_turns=limit, budget_tokens=budget, crumb_cost=lambda: pricing.plain(crumb_row),
-        turn_target=chosen.turn_trim_target, token_target=chosen.token_trim_target,
+        index, prices, points, max_turns=limit, budget_tokens=budget,
+        crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
+        token_target=chosen.token_trim_target, cold=cold,
     ):
         cut = index.turn_start(request.first)  # turn 0 takes the rows before any turn
         now = (request.end, request.crumb_inserted, cut)
         moves += previous is not None and not sent.starts_with(now, previous)
         previous = now
         requests.append({"end": request.end, "cut": cut, "breadcrumb": request.crumb_inserted,
-                         "tokens": request.tokens})
-    return {"requests": requests, "cut_moves": moves}
+                         "tokens": request.tokens, "cold": request.end in cold_ends})
+    events = low_water.plan_held_trim(  # the last request's event, as every caller's
+        index, prices, points, max_turns=limit, budget_tokens=budget,
+        crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
+        token_target=chosen.token_trim_target, cold=cold,
+    ).events
+    return {"requests": requests, "cut_moves": moves,
+            "event": events[0].model_dump(mode="json") if events else None}
+
+
+def _cold_requests(
+    arguments: Mapping[str, Any], points: Sequence[int], budget: int, target: Fraction
+) -> tuple[ColdCuts | None, frozenset[int]]:
+    """CACHE-1: the requests (`points`) that find the prompt cache cold, from `times` (one
+    per request, seconds or null) and `cold_cache`, and the cut each makes (`ColdCache.trim`:
+    None when off or without a budget)."""
+    rule = ColdCache.model_validate(optional(arguments, "cold_cache", {}))
+    times = optional(arguments, "times", [])
+    if not isinstance(times, list) or (times and len(times) != len(points)):
+        raise ProtocolError(INVALID_INPUT, f"arguments.times: expected [] or {len(points)} "
+                            "times, one per request the history records")
+    if any(t is not None and (isinstance(t, bool) or not isinstance(t, int | float)
+                              or not math.isfinite(t)) for t in times):
+        raise ProtocolError(INVALID_INPUT, "arguments.times: expected finite numbers or null")
+    ends = frozenset(points[k] for k in range(1, len(times))
+                     if rule.is_cold(times[k], times[k - 1]))
+    deep = rule.trim(budget, target)
+    return (ColdCuts(ends, deep) if ends and deep is not None else None), ends
 
 
 def _tool_context(arguments: Mapping[str, Any]) -> Policy:

@@ -88,7 +88,7 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
         "RUN-1..3 SEEN-1..3 CAP-1..4 LIMIT-1..2 PAIR-1..4 ROUTE-2 TURN-1 KEEP-2..3"
     ),
     "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
-    "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1"),
+    "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1 CACHE-1..3"),
     "collapse_tool_context": _ids("CTX-1..5"),
     "clear_tool_results": _ids("CTX-6..8 CTX-10"),
     "tool_context_requests": _ids("CTX-9 CTX-1 CTX-6"),

@@ -392,7 +392,13 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                              "The turn limit (max(max_turns, 1) turns), or null for none."),
          "token_target": _field({"type": "string"}, "The token low-water mark, an exact "
                                 "ratio in (0, 1] such as \"7/10\"."),
-         "turn_target": _field({"type": "string"}, "The turn low-water mark, as token_target.")},
+         "turn_target": _field({"type": "string"}, "The turn low-water mark, as token_target."),
+         "times": _field({"type": "array", "items": {"type": ["number", "null"]}},
+                         "When each request the history records was made, in seconds (null: "
+                         "unknown), one per request; [] for none known (CACHE-1)."),
+         "cold_cache": _field(OBJECT, "The cold-cache settings {lifetime (seconds; 0: off), "
+                              "cut_from, target (ratios as text such as \"9/10\"; target "
+                              "null: token_target)}; {}: off (CACHE-1..3).")},
         _object({
             "requests": _field({"type": "array", "items": _object({
                 "end": _field(INT, "The request is the history's rows before this position "
@@ -403,17 +409,26 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                 "breadcrumb": _field(BOOL, "True when the breadcrumb is sent after the "
                                      "system rows (something was dropped)."),
                 "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+                "cold": _field(BOOL, "True when the request found the prompt cache cold: "
+                               "more than lifetime seconds after the request before it, "
+                               "both times known (CACHE-1)."),
             })}, "Each request the history records, trimmed as a caller passing the whole "
                 "history of that request would trim it."),
             "cut_moves": _field(INT, "How many requests do not start with the whole previous "
                                 "request, row for row."),
+            "event": _field({"type": ["object", "null"]}, "The last request's HistoryTrimmed "
+                            "(model dump: reason, dropped_messages, kept_turns, "
+                            "tokens_before, tokens_after, budget, and target and cold_cache "
+                            "only when set), or null when nothing is dropped (CACHE-3)."),
         }),
-        {"max_turns": None, "token_target": "1", "turn_target": "1"},
+        {"max_turns": None, "token_target": "1", "turn_target": "1", "times": [],
+         "cold_cache": {}},
         "A caller that passes the whole history on every request keeps the cut the agent "
         "holds: the cut stays while the rows from it fit, and moves to the low-water mark "
         "(budget x token_target, or ceil(max_turns x turn_target) turns) only when a limit is "
         "exceeded; the breadcrumb counts (RUN-1, LIMIT-1..2, SEEN-1). Not in the spec: with "
-        "targets 1 each request is trimmed just to fit."),
+        "targets 1 each request is trimmed just to fit; with cold_cache on, a request that "
+        "finds the prompt cache cold cuts to the cold low-water mark now (CACHE-1..3)."),
     "trim_to_reported_budget": _function(
         "provider-facing rows", REPORTED_ARGUMENTS,
         _object({**TRIM_FIELDS,
