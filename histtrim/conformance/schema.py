@@ -358,16 +358,24 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                                 "or \"turns\"), trigger_tokens, hold, clear_to (a ratio as "
                                 "text), clear_at_least, exclude_tools, clear_inputs, "
                                 "min_chars, placeholder, preview_chars; mode \"clear\"."),
-         "crumb_present": CRUMB_PRESENT},
+         "crumb_present": CRUMB_PRESENT,
+         "budget_tokens": _field(INT, "The budget the whole-turn trim applied; a request "
+                                 "still over it clears down to its low-water mark (CTX-10). "
+                                 "0: none."),
+         "token_trim_target": _field({"type": "string"}, "That low-water mark, an exact ratio "
+                                     "in (0, 1] such as \"7/10\".")},
         _object({
             "rows": _field(ROWS, "The rows sent: as many as given, each cleared result's "
                            "output replaced by the placeholder, its call id kept (CTX-6..8)."),
             "cleared": _field({"type": "array", "items": INT}, "The positions of the "
                               "cleared results, in order."),
             "cleared_inputs": _field(INT, "Calls whose arguments became {} (clear_inputs)."),
+            "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
         }),
-        {"tool_context": {}, "crumb_present": False},
-        "Placeholder clearing of old tool results, calls kept (CTX-6..8)."),
+        {"tool_context": {}, "crumb_present": False, "budget_tokens": 0,
+         "token_trim_target": "1"},
+        "Placeholder clearing of old tool results, calls kept (CTX-6..8), fitted to a "
+        "budget its trigger does not reach (CTX-10)."),
     "tool_context_requests": _function(
         "provider-facing rows",
         {"tool_context": _field(OBJECT, "The ToolContext settings (mode \"off\", "
