@@ -24,6 +24,7 @@ from histtrim import (
     tool_context,
     trim,
     turns,
+    visible,
 )
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
@@ -238,7 +239,7 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     (as `histtrim.adapters.trim_records_held` trims it), and how often the prompt prefix was
     rewritten: one replay over the history (`low_water.replay_requests`), linear in it.
     With `cold_cache` on and `times`, the requests that found the cache cold (CACHE-1) cut
-    deep now (CACHE-2), and the last request's event says so (CACHE-3, `plan_held_trim`)."""
+    deep now (CACHE-2), and the last request's event says so (CACHE-3)."""
     rows = chat_rows(history_list(history))
     budget = require(arguments, "budget_tokens", int)
     limit = optional(arguments, "max_turns", None)
@@ -268,13 +269,20 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
         previous = now
         requests.append({"end": request.end, "cut": cut, "breadcrumb": request.crumb_inserted,
                          "tokens": request.tokens, "cold": request.end in cold_ends})
-    events = low_water.plan_held_trim(  # the last request's event, as every caller's
-        index, prices, points, max_turns=limit, budget_tokens=budget,
-        crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
-        token_target=chosen.token_trim_target, cold=cold,
-    ).events
+    if low_water.holds_cut(chosen) or cold is not None:  # the last request's events, as
+        plan = low_water.plan_held_trim(  # `trim_records_held` reports them
+            index, prices, points, max_turns=limit, budget_tokens=budget,
+            crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
+            token_target=chosen.token_trim_target, cold=cold,
+        )
+    else:
+        split = index.current_turn_after + 1  # its current turn at its current price (EST-2)
+        plan = visible.plan_visible_trim(
+            index, [*prices[0][:split], *prices[1][split:]], max_turns=limit,
+            budget_tokens=budget, crumb_cost=lambda: pricing.plain(crumb_row),
+        )
     return {"requests": requests, "cut_moves": moves,
-            "event": events[0].model_dump(mode="json") if events else None}
+            "events": [event.model_dump(mode="json") for event in plan.events]}
 
 
 def _cold_requests(

@@ -424,10 +424,12 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                 "history of that request would trim it."),
             "cut_moves": _field(INT, "How many requests do not start with the whole previous "
                                 "request, row for row."),
-            "event": _field({"type": ["object", "null"]}, "The last request's HistoryTrimmed "
-                            "(model dump: reason, dropped_messages, kept_turns, "
-                            "tokens_before, tokens_after, budget, and target and cold_cache "
-                            "only when set), or null when nothing is dropped (CACHE-3)."),
+            "events": _field({"type": "array", "items": OBJECT}, "The last request's "
+                             "HistoryTrimmed events (their dumps: type, reason, "
+                             "dropped_messages, kept_turns, tokens_before, tokens_after, "
+                             "budget, and target and cold_cache only when set): none when "
+                             "nothing is dropped; with the spec's targets and no cold request "
+                             "the turn limit's and then the budget's (CACHE-3)."),
         }),
         {"max_turns": None, "token_target": "1", "turn_target": "1", "times": [],
          "cold_cache": {}},

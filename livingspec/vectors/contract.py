@@ -157,9 +157,9 @@ def contract() -> list[str]:
         "  marked cold. `cold_cache`: `lifetime` an integer from 0 to 31,536,000, `cut_from`",
         "  (default `9/10`) and `target` ratios in (0, 1], no other key; else `invalid_input`,",
         "  as is a `times` of another length.",
-        "- `event` is the last request's: when a cold request last moved its cut, reason",
-        "  `token_budget`, `budget` the cold fit above, `target` the share unless 1, and",
-        "  `cold_cache` true; otherwise exactly the event without the rule (no `cold_cache`",
+        "- `events` are the last request's: when a cold request last moved its cut, one,",
+        "  reason `token_budget`, `budget` the cold fit above, `target` the share unless 1,",
+        "  `cold_cache` true; otherwise exactly the events without the rule (no `cold_cache`",
         "  key). A turn-limit or budget cut after a cold one is not cold.",
         "",
     ]
