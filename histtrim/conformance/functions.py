@@ -355,18 +355,30 @@ def clear_tool_results(history: Any, arguments: Mapping[str, Any]) -> JsonObject
 
 def tool_context_requests(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     """Each request the history records, sent through the tool context edit, and how often a
-    request does not extend the previous one row for row (CTX-9's stable prefix)."""
+    request does not extend the previous one row for row (CTX-9's stable prefix). With
+    `budget_tokens`, a request still over it is fitted (CTX-10); with `cold_cache` on and
+    `times`, a cold request clears now, in one batch, and the clear is held (CACHE-2)."""
     policy = _tool_context(arguments)
     rows = chat_rows(history_list(history))
+    budget = optional(arguments, "budget_tokens", 0)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ProtocolError(INVALID_INPUT, "arguments.budget_tokens: expected an integer >= 0")
+    points = low_water.request_points(rows)
+    cold, cold_ends = _cold_requests(arguments, points, budget, policy.token_trim_target)
     requests: list[JsonObject] = []
     breaks, previous = 0, None
-    for end in low_water.request_points(rows):
-        sent = tool_context.edit_tool_context(rows[:end], policy).messages
+    for end in points:
+        ends = frozenset(e for e in cold_ends if e <= end) if cold is not None else frozenset()
+        sent = tool_context.edit_tool_context(
+            rows[:end], policy, budget_tokens=budget or None,
+            cold=ColdCuts(ends, cold.trim) if cold is not None and ends else None,
+        ).messages
         breaks += previous is not None and sent[: len(previous)] != previous
         previous = sent
         requests.append({
             "end": end, "rows": len(sent),
             "tokens": estimate.estimate_history_tokens(sent, policy=policy),
+            "cold": end in cold_ends,
         })
     return {"requests": requests, "prefix_breaks": breaks}
 

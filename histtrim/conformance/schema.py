@@ -379,20 +379,28 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
     "tool_context_requests": _function(
         "provider-facing rows",
         {"tool_context": _field(OBJECT, "The ToolContext settings (mode \"off\", "
-                                "\"collapse\" or \"clear\"), as for clear_tool_results.")},
+                                "\"collapse\" or \"clear\"), as for clear_tool_results."),
+         "budget_tokens": _field(INT, "The budget the whole-turn trim applied: a clear fits a "
+                                 "request still over it (CTX-10); 0: none (no cold clear)."),
+         "times": _field({"type": "array", "items": {"type": ["number", "null"]}},
+                         "As held_cut's (CACHE-1)."),
+         "cold_cache": _field(OBJECT, "As held_cut's: a cold request over trigger_tokens x "
+                              "cut_from clears now, in one batch (CACHE-2).")},
         _object({
             "requests": _field({"type": "array", "items": _object({
                 "end": _field(INT, "The request is the history's rows before this position "
                               "(as held_cut's)."),
                 "rows": _field(INT, "Rows sent."),
                 "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+                "cold": _field(BOOL, "True when the request found the prompt cache cold "
+                               "(CACHE-1)."),
             })}, "Each request the history records, through the tool context edit."),
             "prefix_breaks": _field(INT, "How many requests do not start with the whole "
                                     "previous request, row for row (CTX-9)."),
         }),
-        {"tool_context": {}},
+        {"tool_context": {}, "budget_tokens": 0, "times": [], "cold_cache": {}},
         "Every recorded request through the tool context edit: with hold, the prefix "
-        "stays stable between clears (CTX-9)."),
+        "stays stable between clears (CTX-9); a cold request clears now (CACHE-2)."),
     "held_cut": _function(
         "provider-facing rows",
         {"budget_tokens": _field(INT, "The token budget; 0 disables the token trim."),

@@ -230,7 +230,9 @@ def cold_cache_cases(s: ModuleType) -> Iterator[Case]:
     does not force), one more than the cache's lifetime after the one before (cold: the cut
     moves to the cold low-water mark now, and the event says cold_cache), the gap at the
     last request or earlier (the cut then held), a gap of exactly the lifetime, unknown
-    times, the rule off, a budget that forces the cut anyway, and times of the wrong count."""
+    times, the rule off, a budget that forces the cut anyway, and times of the wrong count;
+    and the same clocks through a clear whose trigger the requests never reach warm (a
+    cold one clears now, in one batch, and the clear holds)."""
     drawn = draw(s.chat_histories(min_turns=4, max_turns=8, max_steps=3, crumb=False,
                                   malformed=False, carriers=False), EXAMPLES)
     histories = [g for g in drawn if len(request_points(g.history)) >= 4][:EXAMPLES // 3]
@@ -265,6 +267,23 @@ def cold_cache_cases(s: ModuleType) -> Iterator[Case]:
             yield Case("generated:cold-cache-times", ("CACHE-1",), "held_cut", rows,
                        {"budget_tokens": budget, "max_turns": None, "token_target": "1",
                         "turn_target": "1", "times": [*minutes, hour], "cold_cache": rule})
+
+    drawn = draw(s.chat_histories(min_turns=4, max_turns=8, max_steps=3, crumb=False,
+                                  malformed=False, carriers=False, images=False), EXAMPLES)
+    for n, g in enumerate([g for g in drawn if len(request_points(g.history)) >= 4][:6]):
+        rows, total = rows_json(g.history), estimate_history_tokens(g.history)
+        points = request_points(g.history)
+        count, middle = len(points), (2 * len(points) - 2) // 3
+        minutes = [60.0 * k for k in range(count)]
+        early = estimate_history_tokens(g.history[:points[middle]])
+        for times, trigger in ((minutes, total), (_gap(minutes, count - 1, hour), total),
+                               (_gap(minutes, middle, hour), early)):
+            clear = {"mode": "clear", "keep": 1, "trigger_tokens": trigger * 21 // 20,
+                     "clear_to": "1/2"}  # a trigger the cold request does not reach warm
+            yield Case(f"generated:cold-clear#{n}", ("CACHE-2", "CACHE-1"),
+                       "tool_context_requests", rows,
+                       {"tool_context": clear, "budget_tokens": 10 * total, "times": times,
+                        "cold_cache": {"lifetime": lifetime, "cut_from": "9/10"}})
 
 
 PARSE_ERROR = ChatMessage.user("[Tool call parse error] expected a JSON object")
