@@ -161,5 +161,12 @@ def contract() -> list[str]:
         "  reason `token_budget`, `budget` the cold fit above, `target` the share unless 1,",
         "  `cold_cache` true; otherwise exactly the events without the rule (no `cold_cache`",
         "  key). A turn-limit or budget cut after a cold one is not cold.",
+        "- `tool_context_requests` takes the same `times` and `cold_cache` and a",
+        "  `budget_tokens` B (the cold clear needs B > 0): each request goes through the",
+        "  edit with the cold requests up to it; at a cold one, rows as sent over",
+        "  `floor(trigger_tokens x cut_from)` clear now, the oldest eligible results first,",
+        "  down to `floor(trigger_tokens x clear_to)` (0: all), and rows still over `floor(B x",
+        "  cut_from)` clear down to the cold fit above; the clears are then held (replayed as",
+        "  with `hold`), so the next requests extend the cleared one.",
         "",
     ]
