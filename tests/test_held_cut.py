@@ -18,7 +18,7 @@ from histtrim.counting import Pricing
 from histtrim.integrations._trimmer import Trimmer
 from histtrim.low_water import holds_cut, request_points
 from histtrim.messages import ChatMessage
-from histtrim.policy import SPEC, Policy
+from histtrim.policy import SPEC, ColdCache, ColdCuts, Policy
 from histtrim.review.prefix import (
     agent_prompts,
     cut_moves,
@@ -292,43 +292,103 @@ def _held_cut_per_request(
     rows: list[ChatMessage], arguments: dict[str, object]
 ) -> dict[str, object]:
     """The kit's `held_cut` by its definition: each request `rows[:end]` trimmed on its own by
-    `trim_records_held`, the rows sent compared as JSON (quadratic: the oracle only)."""
+    `trim_records_held`, the rows sent compared as JSON (quadratic: the oracle only); with
+    `times` and `cold_cache`, the requests the clock finds cold (`ColdCache.is_cold`, CACHE-1)
+    given as `cold` (CACHE-2), and the last request's events (CACHE-3)."""
+    rule = ColdCache.model_validate(arguments.get("cold_cache", {}))
     policy = Policy(token_trim_target=arguments["token_target"],
-                    turn_trim_target=arguments["turn_target"])
+                    turn_trim_target=arguments["turn_target"], cold_cache=rule)
     budget, limit = arguments["budget_tokens"], arguments["max_turns"]
     assert isinstance(budget, int) and (limit is None or isinstance(limit, int))
+    times = arguments.get("times", [])
+    assert isinstance(times, list)
+    points = request_points(rows)
+    cold_ends = {points[k] for k in range(1, len(times)) if rule.is_cold(times[k], times[k - 1])}
+    deep = rule.trim(budget, policy.token_trim_target)
     body = index_turns(rows).body_start
-    requests, moves, previous = [], 0, None
-    for end in request_points(rows):
+    requests, moves, previous, events = [], 0, None, []
+    for end in points:
+        ends = frozenset(e for e in cold_ends if e <= end)
+        cold = ColdCuts(ends, deep) if ends and deep is not None else None
         done = trim_records_held(rows[:end], rows[:end], budget_tokens=budget, max_turns=limit,
                                  budget_in_force=budget, breadcrumb_record=breadcrumb_message(),
-                                 policy=policy)
+                                 policy=policy, cold=cold)
         sent = [row.model_dump_json() for row in done.rows]
         moves += previous is not None and sent[: len(previous)] != previous
         previous = sent
         assert isinstance(done.result.tokens_after, int)
         requests.append({"end": end, "cut": body + len(done.result.dropped),
-                         "breadcrumb": done.crumb_inserted, "tokens": done.result.tokens_after})
-    return {"requests": requests, "cut_moves": moves}
+                         "breadcrumb": done.crumb_inserted, "tokens": done.result.tokens_after,
+                         "cold": end in cold_ends})
+        events = [event.model_dump(mode="json") for event in done.events]
+    return {"requests": requests, "cut_moves": moves, "events": events}
+
+
+GAPS = st.lists(st.sampled_from([None, 60.0, 300.0, 301.0, 3600.0]), max_size=12)
 
 
 @settings(max_examples=150, deadline=None)
 @given(chat_histories(max_turns=8, crumb=False), st.integers(0, 400),
        st.sampled_from([None, 0, 1, 2, 3]), st.sampled_from(["1", "7/10", "1/2"]),
-       st.sampled_from(["1", "1/2"]))
+       st.sampled_from(["1", "1/2"]), GAPS,
+       st.sampled_from([{}, {"lifetime": 300}, {"lifetime": 300, "cut_from": "3/4",
+                                                "target": "1/2"}]))
 def test_the_kits_one_pass_held_cut_is_each_request_trimmed_on_its_own(
     generated: object, budget: int, limit: int | None, token_target: str, turn_target: str,
+    gaps: list[float | None], cold_cache: dict[str, object],
 ) -> None:
     """Issue 38 item 9: the kit's `held_cut` replays the requests in one pass; its answer is
-    the per-request definition's, with a low-water mark and with the spec's targets."""
+    the per-request definition's, with a low-water mark and with the spec's targets, and on
+    a clock with the cold cache on (CACHE-1..3: the adapters' `trim_records_held(cold=)`)."""
     from histtrim.conformance.codec import rows_json
     from histtrim.conformance.reference import evaluate
 
     rows = list(generated.history)  # type: ignore[attr-defined]
+    count = len(request_points(rows))
+    clock: list[float | None] = []
+    for k in range(count):  # a gap of None: that request's time is unknown
+        gap = gaps[k % len(gaps)] if gaps else 60.0
+        known = next((t for t in reversed(clock) if t is not None), 0.0)
+        clock.append(None if gap is None else known + gap)
     arguments: dict[str, object] = {"budget_tokens": budget, "max_turns": limit,
-                                    "token_target": token_target, "turn_target": turn_target}
+                                    "token_target": token_target, "turn_target": turn_target,
+                                    "times": clock if gaps else [], "cold_cache": cold_cache}
     got = evaluate("held_cut", rows_json(rows), arguments)
     assert got == {"result": _held_cut_per_request(rows, arguments)}
+
+
+def test_the_kits_held_cut_cuts_a_cold_request_deep_and_says_so() -> None:
+    """CACHE-1..3 in the kit: the same session a minute apart cuts nothing it need not; an
+    hour before its last request, that request cuts to the cold mark and its event says
+    cold_cache; an unknown time is never cold."""
+    from histtrim.conformance.codec import rows_json
+    from histtrim.conformance.reference import evaluate
+
+    rows = long_session(60)
+    count = len(request_points(rows))
+    total = evaluate("estimate_history_tokens", rows_json(rows), {})["result"]["tokens"]
+    minutes = [60.0 * k for k in range(count)]
+    rule = {"lifetime": 300, "cut_from": "9/10", "target": "1/2"}
+    base = {"budget_tokens": total * 21 // 20, "max_turns": None, "token_target": "1",
+            "turn_target": "1", "cold_cache": rule}
+
+    def held(times: list[float | None]) -> dict[str, object]:
+        result = evaluate("held_cut", rows_json(rows), {**base, "times": times})["result"]
+        assert isinstance(result, dict)
+        return result
+
+    warm = held(minutes)
+    assert warm["events"] == [] and warm["cut_moves"] == 0
+    assert not any(r["cold"] for r in warm["requests"])
+    cold = held([*minutes[:-1], minutes[-1] + 3600])
+    assert [r["cold"] for r in cold["requests"]] == [False] * (count - 1) + [True]
+    (event,) = cold["events"]
+    assert event["cold_cache"] is True and event["reason"] == "token_budget"
+    assert event["target"] == "1/2" and event["tokens_after"] <= total * 21 // 20 // 2
+    assert cold["requests"][-1]["cut"] > warm["requests"][-1]["cut"]
+    assert held([*minutes[:-2], None, minutes[-1] + 3600]) == warm
+    assert evaluate("held_cut", rows_json(rows), {**base, "times": minutes[1:]}) == {
+        "error": {"kind": "invalid_input"}}
 
 
 def test_the_kits_held_cut_prices_each_row_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,9 @@ The stateless functions live here; the agent-loop scenarios are in `scenario.py`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +24,7 @@ from histtrim import (
     tool_context,
     trim,
     turns,
+    visible,
 )
 from histtrim.config import AgentConfig, ModelRoute, ProviderProfile, RuntimeProfile
 from histtrim.conformance.codec import (
@@ -36,7 +39,7 @@ from histtrim.conformance.codec import (
 )
 from histtrim.counting import Pricing
 from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import Policy, ToolContext
+from histtrim.policy import ColdCache, ColdCuts, Policy, ToolContext
 
 Function = Callable[[Any, Mapping[str, Any]], JsonObject]
 """(history, arguments) -> result; raises `ProtocolError` for an expected error."""
@@ -234,7 +237,9 @@ def channel_sender_cache(history: Any, arguments: Mapping[str, Any]) -> JsonObje
 def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     """Each request the history records, trimmed by a caller passing its whole history
     (as `histtrim.adapters.trim_records_held` trims it), and how often the prompt prefix was
-    rewritten: one replay over the history (`low_water.replay_requests`), linear in it."""
+    rewritten: one replay over the history (`low_water.replay_requests`), linear in it.
+    With `cold_cache` on and `times`, the requests that found the cache cold (CACHE-1) cut
+    deep now (CACHE-2), and the last request's event says so (CACHE-3)."""
     rows = chat_rows(history_list(history))
     budget = require(arguments, "budget_tokens", int)
     limit = optional(arguments, "max_turns", None)
@@ -246,22 +251,58 @@ def held_cut(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     )
     index = turns.index_turns(rows)
     pricing, crumb_row = Pricing(chosen), trim.breadcrumb_message()
+    points = low_water.request_points(rows)
+    cold, cold_ends = _cold_requests(arguments, points, budget, chosen.token_trim_target)
+    prices = low_water.two_prices(rows, index, pricing)
     body = index.body_start
     sent = _SentRows(rows, body, crumb_row)
     requests: list[JsonObject] = []
     moves, previous = 0, None
     for request in low_water.replay_requests(
-        index, low_water.two_prices(rows, index, pricing), low_water.request_points(rows),
-        max_turns=limit, budget_tokens=budget, crumb_cost=lambda: pricing.plain(crumb_row),
-        turn_target=chosen.turn_trim_target, token_target=chosen.token_trim_target,
+        index, prices, points, max_turns=limit, budget_tokens=budget,
+        crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
+        token_target=chosen.token_trim_target, cold=cold,
     ):
         cut = index.turn_start(request.first)  # turn 0 takes the rows before any turn
         now = (request.end, request.crumb_inserted, cut)
         moves += previous is not None and not sent.starts_with(now, previous)
         previous = now
         requests.append({"end": request.end, "cut": cut, "breadcrumb": request.crumb_inserted,
-                         "tokens": request.tokens})
-    return {"requests": requests, "cut_moves": moves}
+                         "tokens": request.tokens, "cold": request.end in cold_ends})
+    if low_water.holds_cut(chosen) or cold is not None:  # the last request's events, as
+        plan = low_water.plan_held_trim(  # `trim_records_held` reports them
+            index, prices, points, max_turns=limit, budget_tokens=budget,
+            crumb_cost=lambda: pricing.plain(crumb_row), turn_target=chosen.turn_trim_target,
+            token_target=chosen.token_trim_target, cold=cold,
+        )
+    else:
+        split = index.current_turn_after + 1  # its current turn at its current price (EST-2)
+        plan = visible.plan_visible_trim(
+            index, [*prices[0][:split], *prices[1][split:]], max_turns=limit,
+            budget_tokens=budget, crumb_cost=lambda: pricing.plain(crumb_row),
+        )
+    return {"requests": requests, "cut_moves": moves,
+            "events": [event.model_dump(mode="json") for event in plan.events]}
+
+
+def _cold_requests(
+    arguments: Mapping[str, Any], points: Sequence[int], budget: int, target: Fraction
+) -> tuple[ColdCuts | None, frozenset[int]]:
+    """CACHE-1: the requests (`points`) that find the prompt cache cold, from `times` (one
+    per request, seconds or null) and `cold_cache`, and the cut each makes (`ColdCache.trim`:
+    None when off or without a budget)."""
+    rule = ColdCache.model_validate(optional(arguments, "cold_cache", {}))
+    times = optional(arguments, "times", [])
+    if not isinstance(times, list) or (times and len(times) != len(points)):
+        raise ProtocolError(INVALID_INPUT, f"arguments.times: expected [] or {len(points)} "
+                            "times, one per request the history records")
+    if any(t is not None and (isinstance(t, bool) or not isinstance(t, int | float)
+                              or not math.isfinite(t)) for t in times):
+        raise ProtocolError(INVALID_INPUT, "arguments.times: expected finite numbers or null")
+    ends = frozenset(points[k] for k in range(1, len(times))
+                     if rule.is_cold(times[k], times[k - 1]))
+    deep = rule.trim(budget, target)
+    return (ColdCuts(ends, deep) if ends and deep is not None else None), ends
 
 
 def _tool_context(arguments: Mapping[str, Any]) -> Policy:
@@ -314,18 +355,30 @@ def clear_tool_results(history: Any, arguments: Mapping[str, Any]) -> JsonObject
 
 def tool_context_requests(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     """Each request the history records, sent through the tool context edit, and how often a
-    request does not extend the previous one row for row (CTX-9's stable prefix)."""
+    request does not extend the previous one row for row (CTX-9's stable prefix). With
+    `budget_tokens`, a request still over it is fitted (CTX-10); with `cold_cache` on and
+    `times`, a cold request clears now, in one batch, and the clear is held (CACHE-2)."""
     policy = _tool_context(arguments)
     rows = chat_rows(history_list(history))
+    budget = optional(arguments, "budget_tokens", 0)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise ProtocolError(INVALID_INPUT, "arguments.budget_tokens: expected an integer >= 0")
+    points = low_water.request_points(rows)
+    cold, cold_ends = _cold_requests(arguments, points, budget, policy.token_trim_target)
     requests: list[JsonObject] = []
     breaks, previous = 0, None
-    for end in low_water.request_points(rows):
-        sent = tool_context.edit_tool_context(rows[:end], policy).messages
+    for end in points:
+        ends = frozenset(e for e in cold_ends if e <= end) if cold is not None else frozenset()
+        sent = tool_context.edit_tool_context(
+            rows[:end], policy, budget_tokens=budget or None,
+            cold=ColdCuts(ends, cold.trim) if cold is not None and ends else None,
+        ).messages
         breaks += previous is not None and sent[: len(previous)] != previous
         previous = sent
         requests.append({
             "end": end, "rows": len(sent),
             "tokens": estimate.estimate_history_tokens(sent, policy=policy),
+            "cold": end in cold_ends,
         })
     return {"requests": requests, "prefix_breaks": breaks}
 

@@ -358,33 +358,49 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                                 "or \"turns\"), trigger_tokens, hold, clear_to (a ratio as "
                                 "text), clear_at_least, exclude_tools, clear_inputs, "
                                 "min_chars, placeholder, preview_chars; mode \"clear\"."),
-         "crumb_present": CRUMB_PRESENT},
+         "crumb_present": CRUMB_PRESENT,
+         "budget_tokens": _field(INT, "The budget the whole-turn trim applied; a request "
+                                 "still over it clears down to its low-water mark (CTX-10). "
+                                 "0: none."),
+         "token_trim_target": _field({"type": "string"}, "That low-water mark, an exact ratio "
+                                     "in (0, 1] such as \"7/10\".")},
         _object({
             "rows": _field(ROWS, "The rows sent: as many as given, each cleared result's "
                            "output replaced by the placeholder, its call id kept (CTX-6..8)."),
             "cleared": _field({"type": "array", "items": INT}, "The positions of the "
                               "cleared results, in order."),
             "cleared_inputs": _field(INT, "Calls whose arguments became {} (clear_inputs)."),
+            "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
         }),
-        {"tool_context": {}, "crumb_present": False},
-        "Placeholder clearing of old tool results, calls kept (CTX-6..8)."),
+        {"tool_context": {}, "crumb_present": False, "budget_tokens": 0,
+         "token_trim_target": "1"},
+        "Placeholder clearing of old tool results, calls kept (CTX-6..8), fitted to a "
+        "budget its trigger does not reach (CTX-10)."),
     "tool_context_requests": _function(
         "provider-facing rows",
         {"tool_context": _field(OBJECT, "The ToolContext settings (mode \"off\", "
-                                "\"collapse\" or \"clear\"), as for clear_tool_results.")},
+                                "\"collapse\" or \"clear\"), as for clear_tool_results."),
+         "budget_tokens": _field(INT, "The budget the whole-turn trim applied: a clear fits a "
+                                 "request still over it (CTX-10); 0: none (no cold clear)."),
+         "times": _field({"type": "array", "items": {"type": ["number", "null"]}},
+                         "As held_cut's (CACHE-1)."),
+         "cold_cache": _field(OBJECT, "As held_cut's: a cold request over trigger_tokens x "
+                              "cut_from clears now, in one batch (CACHE-2).")},
         _object({
             "requests": _field({"type": "array", "items": _object({
                 "end": _field(INT, "The request is the history's rows before this position "
                               "(as held_cut's)."),
                 "rows": _field(INT, "Rows sent."),
                 "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+                "cold": _field(BOOL, "True when the request found the prompt cache cold "
+                               "(CACHE-1)."),
             })}, "Each request the history records, through the tool context edit."),
             "prefix_breaks": _field(INT, "How many requests do not start with the whole "
                                     "previous request, row for row (CTX-9)."),
         }),
-        {"tool_context": {}},
+        {"tool_context": {}, "budget_tokens": 0, "times": [], "cold_cache": {}},
         "Every recorded request through the tool context edit: with hold, the prefix "
-        "stays stable between clears (CTX-9)."),
+        "stays stable between clears (CTX-9); a cold request clears now (CACHE-2)."),
     "held_cut": _function(
         "provider-facing rows",
         {"budget_tokens": _field(INT, "The token budget; 0 disables the token trim."),
@@ -392,7 +408,13 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                              "The turn limit (max(max_turns, 1) turns), or null for none."),
          "token_target": _field({"type": "string"}, "The token low-water mark, an exact "
                                 "ratio in (0, 1] such as \"7/10\"."),
-         "turn_target": _field({"type": "string"}, "The turn low-water mark, as token_target.")},
+         "turn_target": _field({"type": "string"}, "The turn low-water mark, as token_target."),
+         "times": _field({"type": "array", "items": {"type": ["number", "null"]}},
+                         "When each request the history records was made, in seconds (null: "
+                         "unknown), one per request; [] for none known (CACHE-1)."),
+         "cold_cache": _field(OBJECT, "The cold-cache settings {lifetime (seconds; 0: off), "
+                              "cut_from, target (ratios as text such as \"9/10\"; target "
+                              "null: token_target)}; {}: off (CACHE-1..3).")},
         _object({
             "requests": _field({"type": "array", "items": _object({
                 "end": _field(INT, "The request is the history's rows before this position "
@@ -403,17 +425,28 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                 "breadcrumb": _field(BOOL, "True when the breadcrumb is sent after the "
                                      "system rows (something was dropped)."),
                 "tokens": _field(INT, "The estimate of the rows sent (EST-1..4)."),
+                "cold": _field(BOOL, "True when the request found the prompt cache cold: "
+                               "more than lifetime seconds after the request before it, "
+                               "both times known (CACHE-1)."),
             })}, "Each request the history records, trimmed as a caller passing the whole "
                 "history of that request would trim it."),
             "cut_moves": _field(INT, "How many requests do not start with the whole previous "
                                 "request, row for row."),
+            "events": _field({"type": "array", "items": OBJECT}, "The last request's "
+                             "HistoryTrimmed events (their dumps: type, reason, "
+                             "dropped_messages, kept_turns, tokens_before, tokens_after, "
+                             "budget, and target and cold_cache only when set): none when "
+                             "nothing is dropped; with the spec's targets and no cold request "
+                             "the turn limit's and then the budget's (CACHE-3)."),
         }),
-        {"max_turns": None, "token_target": "1", "turn_target": "1"},
+        {"max_turns": None, "token_target": "1", "turn_target": "1", "times": [],
+         "cold_cache": {}},
         "A caller that passes the whole history on every request keeps the cut the agent "
         "holds: the cut stays while the rows from it fit, and moves to the low-water mark "
         "(budget x token_target, or ceil(max_turns x turn_target) turns) only when a limit is "
         "exceeded; the breadcrumb counts (RUN-1, LIMIT-1..2, SEEN-1). Not in the spec: with "
-        "targets 1 each request is trimmed just to fit."),
+        "targets 1 each request is trimmed just to fit; with cold_cache on, a request that "
+        "finds the prompt cache cold cuts to the cold low-water mark now (CACHE-1..3)."),
     "trim_to_reported_budget": _function(
         "provider-facing rows", REPORTED_ARGUMENTS,
         _object({**TRIM_FIELDS,

@@ -17,7 +17,7 @@ from histtrim.agent.runtime import UNRECOVERABLE_OVERFLOW, Agent, UnrecoverableC
 from histtrim.estimate import message_costs
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage, chat_rows, conversation_rows
-from histtrim.policy import SPEC, low_water_turns
+from histtrim.policy import SPEC, ColdCache, low_water_turns
 from histtrim.trim import TrimResult, TurnCountTrimResult
 from histtrim.turns import TurnIndex, index_turns
 
@@ -101,6 +101,11 @@ def _half_reactive(self: Agent, overflow: Exception) -> None:
     self._visible_trim(budget_tokens=self._ledger.total // 2)
 
 
+def _never_cold(self: ColdCache, now: float | None, last: float | None) -> bool:
+    """The request times ignored: the prompt cache is never found cold."""
+    return False
+
+
 @dataclass(frozen=True)
 class Broken:
     description: str
@@ -155,6 +160,15 @@ BROKEN: dict[str, Broken] = {
             "PAIR-4": "the trim a provider's own overflow triggers is that wrong retry",
         },
         lambda: [(Agent, "_reactive_trim", _half_reactive)],
+    ),
+    "cold-cache-ignored": Broken(
+        "the request times are ignored: the prompt cache is never cold",
+        {
+            "CACHE-1": "a request more than the lifetime after the one before is not cold",
+            "CACHE-2": "a cold request over budget x cut_from waits for the budget to cut",
+            "CACHE-3": "no event says cold_cache",
+        },
+        lambda: [(ColdCache, "is_cold", _never_cold)],
     ),
 }
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from histtrim.conformance.codec import rows_json
 from histtrim.estimate import estimate_history_tokens, message_costs
+from histtrim.low_water import request_points
 from histtrim.messages import TOOL_RESULTS_PREFIX, ChatMessage
 from histtrim.turns import index_turns
 from livingspec.vectors.cases import Case
@@ -219,6 +220,72 @@ def held_cut_cases(s: ModuleType) -> Iterator[Case]:
             )
 
 
+def _gap(times: list[float], at: int, seconds: float) -> list[float]:
+    """`times` (a minute apart) with the gap before request `at` made `seconds` long."""
+    return [t + (seconds - 60 if k >= at else 0) for k, t in enumerate(times)]
+
+
+def cold_cache_cases(s: ModuleType) -> Iterator[Case]:
+    """The held cut on a clock (CACHE-1..3): requests a minute apart (warm: no cut the budget
+    does not force), one more than the cache's lifetime after the one before (cold: the cut
+    moves to the cold low-water mark now, and the event says cold_cache), the gap at the
+    last request or earlier (the cut then held), a gap of exactly the lifetime, unknown
+    times, the rule off, a budget that forces the cut anyway, and times of the wrong count;
+    and the same clocks through a clear whose trigger the requests never reach warm (a
+    cold one clears now, in one batch, and the clear holds)."""
+    drawn = draw(s.chat_histories(min_turns=4, max_turns=8, max_steps=3, crumb=False,
+                                  malformed=False, carriers=False), EXAMPLES)
+    histories = [g for g in drawn if len(request_points(g.history)) >= 4][:EXAMPLES // 3]
+    lifetime, hour = 300, 3600.0
+    for n, g in enumerate(histories):
+        rows, total = rows_json(g.history), estimate_history_tokens(g.history)
+        points = request_points(g.history)
+        count = len(points)
+        budget = total * 21 // 20  # the whole history fits, but is over budget * 9/10
+        middle = (2 * count - 2) // 3  # an earlier request, fitting a budget the same way
+        early = estimate_history_tokens(g.history[:points[middle]]) * 21 // 20
+        rule: dict[str, Any] = {"lifetime": lifetime} if n % 2 else {
+            "lifetime": lifetime, "cut_from": "9/10", "target": "1/2"}
+        minutes = [60.0 * k for k in range(count)]
+        last = count - 1
+        unknown: list[float | None] = [*minutes[:-2], None, hour * 9][-count:]
+        for rules, times, chosen, budget_tokens, target in (
+            (("CACHE-2", "CACHE-1"), minutes, rule, budget, "1"),  # warm: nothing is cut
+            (("CACHE-2", "CACHE-3", "CACHE-1"), _gap(minutes, last, hour), rule, budget, "1"),
+            (("CACHE-2", "CACHE-1"), _gap(minutes, middle, hour), rule, early, "7/10"),
+            # cold earlier: the cut is held until the budget moves it
+            (("CACHE-1",), _gap(minutes, last, lifetime), rule, budget, "1"),  # not over it
+            (("CACHE-1",), unknown, rule, budget, "1"),  # an unknown time is never cold
+            (("CACHE-1",), _gap(minutes, last, hour), {}, budget, "1"),  # off: the spec
+            (("CACHE-3",), _gap(minutes, last, hour), rule, total // 2, "7/10"),  # forced
+        ):
+            yield Case(f"generated:cold-cache#{n}", rules, "held_cut", rows,
+                       {"budget_tokens": budget_tokens, "max_turns": None,
+                        "token_target": target, "turn_target": "1", "times": times,
+                        "cold_cache": chosen})
+        if n == 0:  # one time per request the history records, or none
+            yield Case("generated:cold-cache-times", ("CACHE-1",), "held_cut", rows,
+                       {"budget_tokens": budget, "max_turns": None, "token_target": "1",
+                        "turn_target": "1", "times": [*minutes, hour], "cold_cache": rule})
+
+    drawn = draw(s.chat_histories(min_turns=4, max_turns=8, max_steps=3, crumb=False,
+                                  malformed=False, carriers=False, images=False), EXAMPLES)
+    for n, g in enumerate([g for g in drawn if len(request_points(g.history)) >= 4][:6]):
+        rows, total = rows_json(g.history), estimate_history_tokens(g.history)
+        points = request_points(g.history)
+        count, middle = len(points), (2 * len(points) - 2) // 3
+        minutes = [60.0 * k for k in range(count)]
+        early = estimate_history_tokens(g.history[:points[middle]])
+        for times, trigger in ((minutes, total), (_gap(minutes, count - 1, hour), total),
+                               (_gap(minutes, middle, hour), early)):
+            clear = {"mode": "clear", "keep": 1, "trigger_tokens": trigger * 21 // 20,
+                     "clear_to": "1/2"}  # a trigger the cold request does not reach warm
+            yield Case(f"generated:cold-clear#{n}", ("CACHE-2", "CACHE-1"),
+                       "tool_context_requests", rows,
+                       {"tool_context": clear, "budget_tokens": 10 * total, "times": times,
+                        "cold_cache": {"lifetime": lifetime, "cut_from": "9/10"}})
+
+
 PARSE_ERROR = ChatMessage.user("[Tool call parse error] expected a JSON object")
 
 
@@ -334,7 +401,7 @@ def reported_usage_cases(s: ModuleType) -> Iterator[Case]:
 
 
 ALL = (token_trim_cases, turn_count_cases, turn_cases, estimate_cases, sweep_cases,
-       held_cut_cases, reported_usage_cases, tool_context_cases)
+       held_cut_cases, reported_usage_cases, tool_context_cases, cold_cache_cases)
 
 
 def generated_cases() -> list[Case]:
