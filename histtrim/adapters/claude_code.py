@@ -27,16 +27,10 @@ from histtrim.adapters.agent_sessions import (
     SessionPart,
     SessionRead,
 )
-from histtrim.adapters.session_rows import Skips, iso_seconds, json_lines
+from histtrim.adapters.session_rows import Skips, iso_seconds, json_lines, tally
 
 Msg = dict[str, Any]
 
-
-def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
-    """Add `n` to `counts[kind]` (what the reader skipped, by kind; a kind the file names
-    is cut to 64 characters)."""
-    if n:
-        counts[kind[:64]] = counts.get(kind[:64], 0) + n
 
 _COMMAND = re.compile(r"^\s*<(command-name|command-message|local-command-stdout|"
                       r"local-command-stderr|local-command-caveat|command-args)>")
@@ -168,7 +162,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
         if kind == "system" and row.get("subtype") == "compact_boundary" and part.messages:
             parts.append(Part("after-compaction"))  # the summary row, if any, opens it
             last_id, results_open = None, False
-            count(dropped, "system")
+            tally(dropped, "system")
             continue
         if kind == "compact" and part.kind == "after-compaction" and not part.messages:
             new_root = False  # the boundary row started this part
@@ -209,7 +203,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
                 if isinstance(inner, list):
                     kept = _blocks(inner, ("text", "image"))
                     if len(kept) < len(inner):  # e.g. a tool search's `tool_reference`
-                        count(dropped, "result block not text or image", len(inner) - len(kept))
+                        tally(dropped, "result block not text or image", len(inner) - len(kept))
                         block = {**block, "content": kept}
                 blocks.append(block)
             if part.messages and part.messages[-1]["role"] == "user" and results_open:
@@ -223,19 +217,19 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             if isinstance(content, list):
                 content = _blocks(content, ("text", "image"))
             elif not isinstance(content, str):
-                count(dropped, "empty")  # a summary row without text
+                tally(dropped, "empty")  # a summary row without text
                 continue
             part.messages.append({"role": "user", "content": content})
             part.calls.append(None)
             last_id, results_open = None, False
         else:
-            count(dropped, kind)
+            tally(dropped, kind)
     out: list[Part] = []
     for part in parts:
         start = next((i for i, (m, c) in enumerate(zip(part.messages, part.calls, strict=True))
                       if m["role"] == "user" and _opens(m)), len(part.messages))
         if start:  # a context the file holds from its middle on: it starts at its first prompt
-            count(dropped, "before the first prompt", start)
+            tally(dropped, "before the first prompt", start)
             part.messages, part.calls = part.messages[start:], part.calls[start:]
         if any(m["role"] == "assistant" for m in part.messages):
             out.append(part)
@@ -330,7 +324,7 @@ def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
     for key, its in agents.items():
         side, why = transcript_parts([{**r, "isSidechain": False} for r in its])
         for kind, n in why.items():
-            count(skipped, kind, n)
+            tally(skipped, kind, n)
         for k, p in enumerate(side):
             label = f"{name}-agent{'-' + key if key else ''}" + (
                 f"-part{k + 1}" if len(side) > 1 else "")
@@ -366,7 +360,7 @@ def read_session(data: bytes, name: str) -> SessionRead:
         return read
     skipped = dict(read.skipped)
     for kind, n in unreadable.items():
-        count(skipped, kind, n)
+        tally(skipped, kind, n)
     return read.model_copy(update={"skipped": skipped})
 
 

@@ -28,16 +28,10 @@ from histtrim.adapters.agent_sessions import (
     SessionPart,
     SessionRead,
 )
-from histtrim.adapters.session_rows import CopyBudget, Skips, iso_seconds, json_lines
+from histtrim.adapters.session_rows import CopyBudget, Skips, iso_seconds, json_lines, tally
 
 Msg = dict[str, Any]
 
-
-def count(counts: dict[str, int], kind: str, n: int = 1) -> None:
-    """Add `n` to `counts[kind]` (what the reader skipped, by kind; a kind the file names
-    is cut to 64 characters)."""
-    if n:
-        counts[kind[:64]] = counts.get(kind[:64], 0) + n
 
 _CALLS = {
     "function_call": "function",
@@ -123,7 +117,7 @@ class _Reader:
         kind = item.get("type")
         part = self.part
         if not isinstance(kind, str):
-            count(self.skipped, "response_item without type")
+            tally(self.skipped, "response_item without type")
             return
         if kind == "message":
             role = item.get("role")
@@ -132,7 +126,7 @@ class _Reader:
                 self._assistant()["content"].append(text)  # joined once, at the end
                 return
             if role not in ("user", "developer", "system"):
-                count(self.skipped, f"message role {role}")
+                tally(self.skipped, f"message role {role}")
                 return
             images = _images(item.get("content"))
             content: Any = [{"type": "text", "text": text}, *images] if images else text
@@ -141,7 +135,7 @@ class _Reader:
         elif kind in _CALLS:
             call_id = item.get("call_id") or item.get("id")
             if not isinstance(call_id, str):
-                count(self.skipped, f"{kind} without call_id")
+                tally(self.skipped, f"{kind} without call_id")
                 return
             if kind == "function_call":
                 name, arguments = item.get("name"), item.get("arguments")
@@ -159,15 +153,15 @@ class _Reader:
         elif kind in _OUTPUTS:
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
-                count(self.skipped, f"{kind} without call_id")
+                tally(self.skipped, f"{kind} without call_id")
                 return
             part.messages.append({"role": "tool", "tool_call_id": call_id,
                                   "content": _output_text(item.get("output"))})
             part.open = False
         elif kind in _SILENT:
-            count(self.skipped, str(kind))
+            tally(self.skipped, str(kind))
         else:
-            count(self.skipped, f"response_item {kind}")
+            tally(self.skipped, f"response_item {kind}")
 
     def _assistant(self) -> Msg:
         """The assistant message output items join: the open one, else a new one (which
@@ -188,14 +182,14 @@ class _Reader:
         if info is None and "input_tokens" in payload:  # the oldest rollouts: the counts bare
             info = {"last_token_usage": payload}
         if not isinstance(info, dict):
-            count(self.skipped, "rate-limit notice")
+            tally(self.skipped, "rate-limit notice")
             return
         last, total = info.get("last_token_usage"), info.get("total_token_usage")
         if not isinstance(last, dict):
-            count(self.skipped, "token_count without last_token_usage")
+            tally(self.skipped, "token_count without last_token_usage")
             return
         if total is not None and total == self.last_total:
-            count(self.skipped, "repeated token_count")
+            tally(self.skipped, "repeated token_count")
             return
         self.last_total = total
         part = self.part
@@ -204,7 +198,7 @@ class _Reader:
             self._record(last, timestamp)
         else:
             if self.pending is not None:
-                count(self.skipped, "token_count without a call")
+                tally(self.skipped, "token_count without a call")
             self.pending = (last, timestamp)
 
     def _record(self, last: dict[str, Any], timestamp: float | None) -> None:
@@ -239,7 +233,7 @@ class _Reader:
         new context (its replies were counted in the part before)."""
         turns = payload.get("num_turns")
         if not isinstance(turns, int) or isinstance(turns, bool) or turns < 1:
-            count(self.skipped, "thread_rolled_back without num_turns")
+            tally(self.skipped, "thread_rolled_back without num_turns")
             return
         self._close()
         messages = self.part.messages
@@ -254,13 +248,13 @@ class _Reader:
         if self.budget.take(len(kept)):
             part.messages = list(kept)
         else:
-            count(self.skipped, "rewind past the copy bound")
+            tally(self.skipped, "rewind past the copy bound")
         part.counted = True
         self.parts.append(part)
 
     def _close(self) -> None:
         if self.pending is not None:
-            count(self.skipped, "token_count without a call")
+            tally(self.skipped, "token_count without a call")
             self.pending = None
 
     def row(self, row: dict[str, Any]) -> None:
@@ -269,12 +263,12 @@ class _Reader:
             if kind in ("message", *_CALLS, *_OUTPUTS, *_SILENT):
                 self.item(row)
             elif row.get("record_type") == "state" or "instructions" in row:
-                count(self.skipped, "session_meta")
+                tally(self.skipped, "session_meta")
             else:
-                count(self.skipped, str(kind))
+                tally(self.skipped, str(kind))
             return
         if not isinstance(payload, dict):
-            count(self.skipped, f"{kind} without payload")
+            tally(self.skipped, f"{kind} without payload")
             return
         if kind == "response_item":
             self.item(payload)
@@ -284,11 +278,11 @@ class _Reader:
             elif payload.get("type") == "thread_rolled_back":
                 self.rolled_back(payload)
             else:
-                count(self.skipped, "event_msg")
+                tally(self.skipped, "event_msg")
         elif kind == "turn_context":
             if isinstance(payload.get("model"), str):
                 self.model = payload["model"]
-            count(self.skipped, "turn_context")
+            tally(self.skipped, "turn_context")
         elif kind == "session_meta":
             instructions = payload.get("instructions")
             base = payload.get("base_instructions")
@@ -296,11 +290,11 @@ class _Reader:
                 instructions = base.get("text")
             if isinstance(instructions, str) and instructions:
                 self.system = instructions
-            count(self.skipped, "session_meta")
+            tally(self.skipped, "session_meta")
         elif kind == "compacted":
             self.compacted(payload)
         else:
-            count(self.skipped, str(kind))
+            tally(self.skipped, str(kind))
 
 
 def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
@@ -310,7 +304,7 @@ def read_rows(rows: list[dict[str, Any]], name: str) -> SessionRead:
         try:
             reader.row(row)
         except RecursionError:  # a value nested past what json can write back
-            count(reader.skipped, "garbled")
+            tally(reader.skipped, "garbled")
     reader._close()
     kept = [p for p in reader.parts if any(m["role"] == "assistant" for m in p.messages)]
     for part in kept:
@@ -350,7 +344,7 @@ def read_session(data: bytes, name: str) -> SessionRead:
         return read
     skipped = dict(read.skipped)
     for kind, n in skips.counts.items():
-        count(skipped, kind, n)
+        tally(skipped, kind, n)
     return read.model_copy(update={"skipped": skipped})
 
 

@@ -17,6 +17,13 @@ tail of the context, so real files repeat far fewer records than they have)."""
 COPY_FACTOR = 1
 
 
+def tally(counts: dict[str, int], kind: str, n: int = 1) -> None:
+    """Add `n` to `counts[kind]` (what the reader skipped, by kind; a kind the file names
+    is cut to 64 characters)."""
+    if n:
+        counts[kind[:64]] = counts.get(kind[:64], 0) + n
+
+
 class Skips:
     """Rows left out, by kind, and the tool calls or results the reader could not pair."""
 
@@ -25,7 +32,7 @@ class Skips:
         self.unpaired = 0
 
     def skip(self, kind: str, n: int = 1) -> None:
-        self.counts[kind[:64]] += n
+        tally(self.counts, kind, n)
 
     def report(self) -> dict[str, int]:
         return dict(sorted(self.counts.items()))
