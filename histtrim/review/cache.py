@@ -81,16 +81,9 @@ class CacheModel(BaseModel):
     )
     currency: StrictStr = Field(default="USD", min_length=1, max_length=8)
 
-    @field_validator("read")
+    @field_validator("read", "hit_rate")
     @classmethod
-    def _discount(cls, value: Fraction) -> Fraction:
-        if not 0 <= value <= 1:
-            raise ValueError(f"must be between 0 and 1, got {value}")
-        return value
-
-    @field_validator("hit_rate")
-    @classmethod
-    def _rate(cls, value: Fraction) -> Fraction:
+    def _share(cls, value: Fraction) -> Fraction:
         if not 0 <= value <= 1:
             raise ValueError(f"must be between 0 and 1, got {value}")
         return value
