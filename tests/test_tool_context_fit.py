@@ -280,3 +280,54 @@ def test_ctx_10_the_agent_sends_a_fitted_request_and_its_event_says_so() -> None
     sent = [PRICES.total(list(r.messages)) for r in agent.provider.requests]
     assert max(sent) <= 4000 and len(sent) == 11
     assert agent.events and all(e.tokens_after <= 4000 for e in agent.events)
+
+
+def test_ctx_10_with_a_calibrated_prefix_the_agent_fits_the_rows_part_of_the_budget() -> None:
+    """USAGE-8 with CTX-10: the provider counts a hidden prefix of 2,000 tokens the rows do
+    not show; once it reported, the running turn is fitted to the budget's rows part (the
+    budget less the fitted prefix), so the provider counts every later request within the
+    budget (before, the fit read the whole budget as the rows' and every request was over)."""
+    from histtrim import Agent, ProviderProfile, RuntimeProfile, resolve_runtime
+    from histtrim.agent.providers import ProviderReply, ScriptedProvider, estimated_input
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000),
+                    hidden_prefix="calibrated")
+    runtime = resolve_runtime(
+        RuntimeProfile(max_context_tokens=5000, max_tool_iterations=50),
+        ProviderProfile(model="m", context_window=1_000_000), None, policy=policy,
+    )
+    rows_count = estimated_input(policy)
+
+    def provider_count(rows: Any, schemas: Any) -> int:
+        return 2000 + rows_count(rows, schemas)
+
+    calls = [ProviderReply(tool_calls=(ToolCall(id=f"k{i}", name="<lambda>"),))
+             for i in range(10)]
+    agent = Agent(ScriptedProvider([*calls, ProviderReply(text="done")],
+                                   reports=provider_count),
+                  runtime, system_prompt="sys", tools=[lambda: "y" * 4000], policy=policy)
+    agent.turn("fix it")
+    counted = [provider_count(list(r.messages), ()) for r in agent.provider.requests]
+    assert len(counted) == 11 and max(counted[:3]) <= 5000
+    assert max(counted) <= 5000
+
+
+def test_ctx_10_with_a_calibrated_prefix_the_integrations_fit_the_rows_part() -> None:
+    """The same in the integrations' trimmer (the Agents SDK filter): a provider counting a
+    hidden prefix of 2,000 tokens; once reported, each request is fitted to the budget's rows
+    part and counted within the budget."""
+    from histtrim.integrations.openai_agents import HisttrimInputFilter
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000),
+                    hidden_prefix="calibrated")
+    trimming = HisttrimInputFilter(budget_tokens=5000, policy=policy)
+    items: list[Any] = [{"role": "user", "content": "fix it"}]
+    counted = []
+    for n in range(10):
+        done = trimming.trim(items, None)
+        counted.append(2000 + done.tokens)
+        trimming.trimmer.report(done, {"input_tokens": 2000 + done.tokens})
+        items += [{"type": "function_call", "call_id": f"c{n}", "name": "bash",
+                   "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 4000}]
+    assert max(counted) <= 5000

@@ -286,15 +286,19 @@ class Agent:
         """The rows to send and their estimate: the working history through the policy's
         tool context edit (CTX-1..9, a copy: the stored history and the ledger keep every
         row, and the budget check before it reads them, decision-tool-context-order); a
-        request whole turns left over the budget is fitted to it (CTX-10)."""
+        request whole turns left over the budget is fitted to it (CTX-10; to its rows part
+        with a calibrated hidden prefix, USAGE-8)."""
         rows = self.working_history()
         if self.policy.tool_context.mode == "off":
             return rows, self._ledger.total
         cold = None if self._cold is None else ColdCuts(frozenset({len(rows)}), self._cold)
+        budget = self.runtime.effective_context_budget()
+        if budget and self._fitted is not None:  # USAGE-8: the budget's rows part
+            budget = min(budget, self._fitted.rows_budget(budget))
         edit = edit_tool_context(
             rows, self.policy, crumb_present=self._store.crumb,
             token_counter=self._ledger.token_counter,
-            budget_tokens=self.runtime.effective_context_budget(), memo=self._clear,
+            budget_tokens=budget, memo=self._clear,
             cold=cold,
         )
         if not edit.changed:

@@ -739,7 +739,7 @@ class Trimmer:
             seen.replay = (lead, crumb_present, plan.replay)
         if seen is not None and seen.report is not None:
             plan = self._reported(plan, seen, offset)
-        done = self._rebuild(plan, units, priced, crumb, seen, rewrite, self.budget_tokens)
+        done = self._rebuild(plan, units, priced, crumb, seen, rewrite, budget)
         self._emit(done.events)
         return done
 
