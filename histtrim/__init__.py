@@ -43,7 +43,7 @@ from .messages import (
     conversation_rows,
 )
 from .pairing import PairingProblem, SweepResult, sweep_orphans, validate_tool_pairing
-from .policy import Policy, ToolContext
+from .policy import ColdCache, Policy, ToolContext
 from .reported_usage import (
     HiddenPrefix,
     ReportedTrim,
@@ -101,6 +101,7 @@ __all__ = [
     "ChannelSenderCache",
     "ChatMessage",
     "ClientTransport",
+    "ColdCache",
     "ContextCapacityExceeded",
     "ContextOverflowError",
     "ConversationMessage",

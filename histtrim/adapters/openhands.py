@@ -2,7 +2,7 @@
 outputs' `history` hold, or one event per line) read as OpenAI chat messages with one
 `RecordedCall` per model response.
 
-Events become messages the way OpenHands' `ConversationMemory` makes them: a user or agent
+Events become messages the way `ConversationMemory` (OpenHands) makes them: a user or agent
 `message` action is a user or assistant message; an agent action with `tool_call_metadata`
 holds its response's assistant message (content and every tool call of that response)
 until each of those calls has its observation, then the message and the results go in

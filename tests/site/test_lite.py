@@ -220,6 +220,6 @@ def test_chapter_runs_in_the_browser_as_committed(served: str, stem: str) -> Non
             figures += 1
             assert any(NO_FIGURE in "".join(o.get("text", "")) for o in browser), cell["id"]
     if stem == "14_design_review":
-        assert figures == 5  # Review 6 added the cached-share figure
+        assert figures == 6  # Review 6 added the cached-share figure, Review 7 the lifetimes'
         widgets = [o for c in ran.values() for o in c["outputs"] if WIDGET in o.get("data", {})]
         assert len(widgets) == 1, "the explorer shows its controls in the browser"
