@@ -4,6 +4,7 @@ the file, the line and the field, never a traceback)."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -566,7 +567,8 @@ def test_an_empty_file_is_refused(
 
 def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     command = (
-        f"{sys.executable} -m histtrim.cli trim {EXAMPLE_JSONL} --budget 100000 | head -c 10"
+        f"{shlex.quote(sys.executable)} -m histtrim.cli trim {shlex.quote(str(EXAMPLE_JSONL))}"
+        " --budget 100000 | head -c 10"
     )
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
     assert done.stdout == '{"kind": "'
