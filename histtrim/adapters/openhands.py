@@ -14,8 +14,8 @@ out). Environment events (`agent_state_changed`, `change_agent_state`, `null`...
 reach the model: they are counted, as are `recall` observations (the workspace and
 microagent context OpenHands renders into a user message from its own templates). A
 `condensation` action forgets the events it names (`forgotten_event_ids`, or
-`forgotten_events_start_id`..`end_id`) and may insert a summary: what follows is a part of
-its own.
+`forgotten_events_start_id` to `forgotten_events_end_id`) and may insert a summary: what
+follows is a part of its own.
 
 Usage is the one `tool_call_metadata.model_response.usage` records (LiteLLM's, OpenAI's
 convention: `prompt_tokens` is the whole input, cache reads and writes included), or, for
