@@ -138,17 +138,15 @@ ANTHROPIC = CacheModel(
     lifetime=300,
     eviction="none documented before the lifetime ends",
 )
-ANTHROPIC_1H = CacheModel(
-    name="anthropic-1h",
-    source=_ANTHROPIC_DOCS + "; the 1-hour lifetime (`cache_control.ttl` \"1h\"), also "
+ANTHROPIC_1H = CacheModel.model_validate({
+    **dict(ANTHROPIC),
+    "name": "anthropic-1h",
+    "source": _ANTHROPIC_DOCS + "; the 1-hour lifetime (`cache_control.ttl` \"1h\"), also "
     "refreshed on use, written at 2x",
-    min_prefix=1024,
-    granularity=1,
-    read=Fraction(1, 10),
-    write=Fraction(2),
-    lifetime=3600,
-    eviction="none documented before the lifetime ends",
-)
+    "write": Fraction(2),
+    "lifetime": 3600,
+})
+"""The 5-minute model with the lifetime bought at twice the write price."""
 _OPENAI_DOCS = (
     "platform.openai.com/docs/guides/prompt-caching (developers.openai.com, 2025) and "
     "learn.microsoft.com/azure/foundry/openai/how-to/prompt-caching: automatic for prompts of "
