@@ -177,14 +177,77 @@ def test_a_project_folder_reviews_alike_serially_on_two_workers_and_on_dask(
 def test_a_bad_file_in_a_folder_on_workers_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path,
 ) -> None:
-    """A file no reader knows, loaded in a worker, stops the review with one line naming
-    it (exit 2)."""
+    """A session no request can hold, loaded in a worker, stops the review with one line
+    naming it (exit 2)."""
     folder = _project(tmp_path, 26)
-    (folder / "zz.json").write_text('{"messages": [{"role": "narrator"}]}\n')
+    (folder / "zz.jsonl").write_text("\n".join([
+        _row("user", "u1", None, "hi \\ud800 there"),
+        _row("assistant", "a1", "u1", [{"type": "text", "text": "ok"}])]).replace(
+            "\\\\ud800", "\\ud800") + "\n")
     code, _, err = run(capsys, "review", folder, "--workers", 2)
     assert code == 2
     assert len(err.strip().splitlines()) == 2  # the tool-results note, then the error
-    assert "zz.json" in err.strip().splitlines()[-1]
+    assert "zz.jsonl" in err.strip().splitlines()[-1]
+    assert "lone surrogate" in err.strip().splitlines()[-1]
+
+
+def _agent_home(tmp_path: Path) -> Path:
+    """An agent's home folder as Codex and Claude Code leave it: sessions, and beside them
+    the prompt history, settings, credentials and todo lists, which are no sessions."""
+    home = tmp_path / "home"
+    rollouts = home / ".codex" / "sessions" / "2026" / "12" / "01"
+    rollouts.mkdir(parents=True)
+    shutil.copy(CODEX, rollouts / "rollout-2026-12-01T10-00-00-abc.jsonl")
+    (home / ".codex" / "history.jsonl").write_text(
+        '{"session_id":"abc","ts":1764583200,"text":"fix the bug"}\n')
+    (home / ".codex" / "auth.json").write_text('{"OPENAI_API_KEY": null}\n')
+    project = home / ".claude" / "projects" / "-work-app"
+    project.mkdir(parents=True)
+    shutil.copy(CLAUDE, project / "s1.jsonl")
+    (home / ".claude" / "history.jsonl").write_text(
+        '{"display":"fix the bug","pastedContents":{},"project":"/work/app"}\n')
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    (home / ".claude" / "todos").mkdir()
+    (home / ".claude" / "todos" / "s1-agent-s1.json").write_text("[]\n")
+    return home
+
+
+def test_an_agents_home_folder_reviews_its_sessions_and_names_what_it_skipped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """`review ~/.codex` or `~/.claude` reads the sessions and skips, naming them, the
+    files beside them no reader takes for a session (it stopped at the first of them with
+    "field 'role'": the prompt history was read as a chat)."""
+    home = _agent_home(tmp_path)
+    code, out, err = run(capsys, "review", home / ".codex", "--workers", 1)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"histtrim: skipped 2 files in {home / '.codex'} that no agent's reader takes for a "
+        "session (auth.json, history.jsonl): the folder holds an agent's sessions; name a "
+        "plain history file to review it"]
+    assert "recorded usage (1 of 1 sessions, 19 calls)" in out
+    code, out, err = run(capsys, "review", home, "--workers", 1)
+    assert code == 0, err
+    assert "skipped 5 files" in err
+    assert ("(.claude/history.jsonl, .claude/settings.json, .claude/todos/s1-agent-s1.json, "
+            "...)") in err
+    assert "(2 of 2 sessions" in out
+
+
+def test_a_folder_of_plain_history_files_reviews_every_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """With no agent's session in it, every file of a folder is a history to review, and a
+    file that is none is an error naming it, as before."""
+    rows = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(rows))
+    code, out, err = run(capsys, "review", tmp_path, "--workers", 1, "--budget", 100)
+    assert code == 0, err
+    assert err == "" and "sessions" in out and "2" in out
+    (tmp_path / "c.json").write_text('{"model": "opus"}\n')
+    code, _, err = run(capsys, "review", tmp_path, "--workers", 1, "--budget", 100)
+    assert code == 2 and "c.json" in err
 
 
 def test_pi_results_find_their_calls_among_many() -> None:

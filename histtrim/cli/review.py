@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from histtrim.adapters.agent_sessions import SNIFF_BYTES, detect
 from histtrim.adapters.anthropic_items import anthropic_items
 from histtrim.adapters.tokenizers import INSTALL_HINT, tokenizers_available
 from histtrim.cli.agentfiles import (
@@ -60,10 +61,18 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
             files = [p for p in path.rglob("*") if p.is_file() and p.suffix in SESSION_SUFFIXES]
             outputs = [p for p in files if _tool_output(p)]
             if outputs:
-                say(f"histtrim: skipped {len(outputs)} files Claude Code keeps beside its "
+                say(f"histtrim: skipped {_files(len(outputs))} Claude Code keeps beside its "
                     f"transcripts in {given} (tool-results/, subagents/*.meta.json): not "
                     "sessions", err=True)
-            matches = sorted(str(p) for p in files if not _tool_output(p))
+            kept = [p for p in files if not _tool_output(p)]
+            others = _beside_agent_sessions(kept)
+            if others:
+                names = ", ".join(str(p.relative_to(path)) for p in others[:3])
+                names += ", ..." if others[3:] else ""
+                say(f"histtrim: skipped {_files(len(others))} in {given} that no agent's "
+                    f"reader takes for a session ({names}): the folder holds an agent's "
+                    "sessions; name a plain history file to review it", err=True)
+            matches = sorted(str(p) for p in kept if p not in others)
         else:
             named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
             matches = [m for m in named if Path(m).suffix in SESSION_SUFFIXES]
@@ -77,6 +86,28 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
     if not found:
         raise InputError(inputs[0], "no session files here (expected .json or .jsonl files)")
     return list(found)
+
+
+def _files(count: int) -> str:
+    return "1 file" if count == 1 else f"{count} files"
+
+
+def _beside_agent_sessions(files: Sequence[Path]) -> list[Path]:
+    """The files of a folder that holds an agent's own sessions which no reader takes for
+    one: what the agent keeps beside them (Codex's and Claude Code's prompt history, settings,
+    credentials, todo lists), not conversations. Each file's first `SNIFF_BYTES` decide."""
+    heads = {path: _head(path) for path in files}
+    if not any(detect(head) is not None for head in heads.values()):
+        return []
+    return sorted(path for path, head in heads.items() if detect(head) is None)
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read(SNIFF_BYTES)
+    except OSError as error:
+        raise InputError(str(path), f"cannot read: {error.strerror or error}") from None
 
 
 def _tool_output(path: Path) -> bool:
