@@ -17,6 +17,7 @@ from histtrim.adapters.agent_sessions import AGENTS, detect, reader
 from histtrim.adapters.codex import read_session as read_codex
 from histtrim.adapters.pi import read_session as read_pi
 from histtrim.cli import main
+from histtrim.cli.review import session_source
 
 DATA = Path(__file__).parent / "data" / "agent_sessions"
 CLAUDE = DATA / "claude-code" / "vibe-claude-code.jsonl"
@@ -408,3 +409,55 @@ def test_a_lone_surrogate_is_one_line_naming_the_message_and_field(
     assert err.strip().splitlines() == [
         f"histtrim: error: {path}: field 'message 1.content': a lone surrogate ('\\ud800') "
         "is not Unicode text"]
+
+
+def _openhands_home(tmp_path: Path, source: Path) -> Path:
+    """OpenHands' own store: `sessions/<id>/events/<n>.json`, one pretty-printed event per
+    file, beside a page cache of the same events and the conversation's metadata."""
+    home = tmp_path / ".openhands"
+    conversation = home / "sessions" / "abc123"
+    (conversation / "events").mkdir(parents=True)
+    (conversation / "event_cache").mkdir()
+    events = json.loads(source.read_text())
+    for event in reversed(events):  # written out of order: the id orders them
+        (conversation / "events" / f"{event['id']}.json").write_text(json.dumps(event, indent=2))
+    (conversation / "event_cache" / "0-25.json").write_text(json.dumps(events[:25]))
+    (conversation / "metadata.json").write_text('{"title": "Fix the bug"}\n')
+    return home
+
+
+@pytest.mark.parametrize("name", ["basic_interactions", "basic"])
+def test_an_openhands_events_folder_is_one_session(
+    name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A conversation OpenHands stored one event per file reviews as one session, equal to
+    the same events in one file (each event file was a session of its own, and the event
+    cache a copy of them); the cache and the metadata are skipped and named."""
+    source = DATA / "openhands" / f"{name}.json"
+    home = _openhands_home(tmp_path, source)
+    code, out, err = run(capsys, "review", home, "--workers", 1)
+    assert code == 0, err
+    assert err.splitlines() == [
+        f"histtrim: skipped 1 file OpenHands keeps as a cache of its events in {home} "
+        "(event_cache/): not sessions",
+        f"histtrim: skipped 1 file in {home} that no agent's reader takes for a session "
+        "(sessions/abc123/metadata.json): the folder holds an agent's sessions; name a "
+        "plain history file to review it"]
+    assert run(capsys, "review", source, "--workers", 1)[1] == out
+    assert re.search(r"^sessions +1$", out, re.M)
+
+
+def test_a_garbled_event_file_is_one_garbled_event(tmp_path: Path) -> None:
+    """One event file cut short is counted as garbled; the events after it still read."""
+    events = json.loads((DATA / "openhands" / "basic_interactions.json").read_text())
+    folder = tmp_path / "s1" / "events"
+    folder.mkdir(parents=True)
+    for event in events:
+        text = json.dumps(event, indent=2)
+        (folder / f"{event['id']}.json").write_text(
+            text[: len(text) // 2] if event is events[1] else text)
+    name, data = session_source(str(folder))
+    read = reader("openhands")(data, name)
+    assert (name, len(data.splitlines())) == ("s1", len(events))
+    assert read.skipped.get("garbled") == 1
+    assert read.parts and read.parts[0].records

@@ -1,6 +1,7 @@
 """OpenHands trajectories (the event list `save_trajectory_path` and the evaluation
-outputs' `history` hold, or one event per line) read as OpenAI chat messages with one
-`RecordedCall` per model response.
+outputs' `history` hold, or one event per line, as the CLI joins a conversation OpenHands
+stored one event per file, `sessions/<id>/events/<n>.json`) read as OpenAI chat messages with
+one `RecordedCall` per model response.
 
 Events become messages the way `ConversationMemory` (OpenHands) makes them: a user or agent
 `message` action is a user or assistant message; an agent action with `tool_call_metadata`

@@ -9,6 +9,7 @@ import glob
 import importlib
 import math
 import os
+import re
 from collections.abc import Sequence
 from itertools import accumulate
 from pathlib import Path
@@ -64,15 +65,22 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
                 say(f"histtrim: skipped {_files(len(outputs))} Claude Code keeps beside its "
                     f"transcripts in {given} (tool-results/, subagents/*.meta.json): not "
                     "sessions", err=True)
-            kept = [p for p in files if not _tool_output(p)]
-            others = _beside_agent_sessions(kept)
+            cached = [p for p in files if _event_cache(p)]
+            if cached:
+                say(f"histtrim: skipped {_files(len(cached))} OpenHands keeps as a cache of "
+                    f"its events in {given} (event_cache/): not sessions", err=True)
+            kept = [p for p in files if not _tool_output(p) and p not in cached]
+            events = {p.parent for p in kept if _event_file(p)}
+            kept = [p for p in kept if p.parent not in events or not _event_file(p)]
+            others = _beside_agent_sessions(kept, sessions=bool(events))
             if others:
                 names = ", ".join(str(p.relative_to(path)) for p in others[:3])
                 names += ", ..." if others[3:] else ""
                 say(f"histtrim: skipped {_files(len(others))} in {given} that no agent's "
                     f"reader takes for a session ({names}): the folder holds an agent's "
                     "sessions; name a plain history file to review it", err=True)
-            matches = sorted(str(p) for p in kept if p not in others)
+            matches = sorted([str(p) for p in kept if p not in others]
+                             + [str(folder) for folder in events])
         else:
             named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
             matches = [m for m in named if Path(m).suffix in SESSION_SUFFIXES]
@@ -88,16 +96,45 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
     return list(found)
 
 
+_EVENT_NAME = re.compile(r"\d{1,19}\.json")
+EVENTS_FOLDER = "events"
+"""OpenHands keeps a conversation as one file per event, `sessions/<id>/events/<n>.json`."""
+
+
+def _event_file(path: Path) -> bool:
+    return path.parent.name == EVENTS_FOLDER and _EVENT_NAME.fullmatch(path.name) is not None
+
+
+def _event_cache(path: Path) -> bool:
+    """OpenHands' pages of the events it already keeps one per file (`event_cache/`)."""
+    return path.parent.name == "event_cache" and (path.parent.parent / EVENTS_FOLDER).is_dir()
+
+
+def session_source(path: str) -> tuple[str, bytes]:
+    """A session's name and bytes: a file's stem and bytes, or for an OpenHands events
+    folder its conversation's id and its events in id order, one per line (a garbled
+    event is one garbled line, counted by the reader)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return folder.stem, read_bytes(path)
+    numbered = sorted((int(p.name[:-5]), p) for p in folder.iterdir()
+                      if _EVENT_NAME.fullmatch(p.name) and p.is_file())
+    lines = [read_bytes(str(p)).replace(b"\r", b" ").replace(b"\n", b" ")
+             for _, p in numbered]
+    return folder.parent.name, b"\n".join(lines) + b"\n"
+
+
 def _files(count: int) -> str:
     return "1 file" if count == 1 else f"{count} files"
 
 
-def _beside_agent_sessions(files: Sequence[Path]) -> list[Path]:
-    """The files of a folder that holds an agent's own sessions which no reader takes for
-    one: what the agent keeps beside them (Codex's and Claude Code's prompt history, settings,
-    credentials, todo lists), not conversations. Each file's first `SNIFF_BYTES` decide."""
+def _beside_agent_sessions(files: Sequence[Path], *, sessions: bool) -> list[Path]:
+    """The files of a folder that holds an agent's own sessions (`sessions`: found by other
+    means) which no reader takes for one: what the agent keeps beside them (Codex's and
+    Claude Code's prompt history, settings, credentials, todo lists, OpenHands' conversation
+    metadata), not conversations. Each file's first `SNIFF_BYTES` decide."""
     heads = {path: _head(path) for path in files}
-    if not any(detect(head) is not None for head in heads.values()):
+    if not sessions and not any(detect(head) is not None for head in heads.values()):
         return []
     return sorted(path for path, head in heads.items() if detect(head) is None)
 
@@ -158,8 +195,8 @@ def load_session(path: str) -> ReviewSession:
     """A session file as a replay. An object file may say `"crumb_present": true` (the row
     after the system rows is the breadcrumb) and `"restored_turns": N` (the first N turns
     were restored, not replayed)."""
-    data = read_bytes(path)
-    recorded = agent_session(path, data)
+    name, data = session_source(path)
+    recorded = agent_session(path, data, name)
     if recorded is not None:
         return recorded
     if sniff(data) == "anthropic":
@@ -171,7 +208,7 @@ def load_session(path: str) -> ReviewSession:
     restored = _flag(path, wrapper, "restored_turns", int) or 0
     try:
         return session_from_items(
-            Path(path).stem, items, crumb_present=crumb, restored_turns=restored
+            name, items, crumb_present=crumb, restored_turns=restored
         )
     except ValueError as error:
         raise InputError(path, str(error).split("\n", 1)[0]) from None
@@ -205,15 +242,15 @@ def load_timed_session(times: str, path: str) -> ReviewSession:
     session = load_session(path)
     found = _times(times).get(session.name)
     return session if found is None else session.with_times(found)
-def agent_session(path: str, data: bytes) -> ReviewSession | None:
+def agent_session(path: str, data: bytes, name: str) -> ReviewSession | None:
     """An agent's own session file (its longest context) as a replay whose provider counts
     requests as the recorded usage says (`histtrim.review.recorded`); None for other files."""
-    found = read_agent(data, Path(path).stem)
+    found = read_agent(data, name)
     if found is None:
         return None
     part = main_part(found[1], longest=True)
     if part is None:  # a summary-only file, as a project folder holds: nothing to replay
-        return ReviewSession(name=Path(path).stem, turns=())
+        return ReviewSession(name=name, turns=())
     agent = AgentFile(*found, part, checked_body(display_name(path), part))
     if agent.format == "anthropic":
         items, _ = _anthropic_session(path, agent.body)
@@ -228,7 +265,7 @@ def agent_session(path: str, data: bytes) -> ReviewSession | None:
              for c in agent.part.calls]
     model = next((c.model for c in reversed(agent.part.calls) if c.model), None)
     try:
-        session = session_from_items(Path(path).stem, items)
+        session = session_from_items(name, items)
     except ValueError as error:
         raise InputError(path, str(error).split("\n", 1)[0]) from None
     return session.model_copy(update={"recorded": fit_usage(calls, model)})
@@ -238,7 +275,8 @@ def recorded_window(paths: Sequence[str]) -> tuple[int, str] | None:
     """The window of the first recorded model the route table knows, read from the session
     files in order (an agent's file names its model; a plain history file ends the search)."""
     for path in paths:
-        found = read_agent(read_bytes(path), Path(path).stem)
+        name, data = session_source(path)
+        found = read_agent(data, name)
         if found is None:
             return None
         for part in found[1].parts:  # a file with no conversation names no model: the next
