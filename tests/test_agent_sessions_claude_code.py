@@ -125,14 +125,17 @@ def test_contexts_are_parts_and_client_rows_are_counted() -> None:
     assert kinds == [("session", "s-part1"), ("after-clear", "s-part2"),
                      ("after-compaction", "s-part3"), ("side-agent", "s-agent-a1")]
     first = read.parts[0]
-    assert [m["role"] for m in first.records] == [
-        "user", "assistant", "user", "assistant", "user", "assistant"]
-    # thinking left out; the preview the model saw kept as written
+    assert [m["role"] for m in first.records] == ["user", "assistant", "user", "assistant"]
+    # thinking left out; m1's rows split by a result are one message, as the API returned
+    # it and the client sends it back, its results one user message after it
     assert first.records[1]["content"] == [{"type": "text", "text": "Reading."},
-                                           _session()[3]["message"]["content"][0]]
+                                           _session()[3]["message"]["content"][0],
+                                           _session()[5]["message"]["content"][0]]
+    assert [b["tool_use_id"] for b in first.records[2]["content"]] == ["t1", "t2"]
+    # the preview the model saw kept as written
     assert "<persisted-output>" in json.dumps(first.records[2])
-    # one call per message id: m1's rows split by a result are one call, the last output
-    assert [(c.record, c.output_tokens) for c in first.calls] == [(1, 60), (5, 3)]
+    # one call per message id, the last row's output
+    assert [(c.record, c.output_tokens) for c in first.calls] == [(1, 60), (3, 3)]
     m1 = first.calls[0]
     assert (m1.input_tokens, m1.cache_read_tokens, m1.cache_write_tokens) == (1060, 1000, 50)
     assert (m1.cache_write_5m_tokens, m1.cache_write_1h_tokens) == (20, 30)

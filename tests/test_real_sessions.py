@@ -561,3 +561,29 @@ def test_each_recorded_call_is_priced_in_its_own_turn(tmp_path: Path) -> None:
     assert session.hidden == 20_000 - own_turn[0]
     assert session.growth_ratio() is None  # grew by 1,800 recorded tokens: too little to tell
     assert session.recorded_share() == (19_990 + 21_700) / (20_000 + 21_700 + 21_800)
+
+
+def test_every_claude_code_result_the_file_holds_answers_the_message_before_it() -> None:
+    """The provider's pairing rule, on the requests the reader rebuilds: a call's result, when
+    the transcript holds it, is in the message right after the call's. Claude Code logs the
+    calls of one response row by row with results between them (pooknast-da0d9633: five
+    calls of one message split by two results, which the API refuses); they are one message
+    and one results message, as the client sends them. What a garbled source line lost
+    stays unanswered here (the sweep's case, above). Three sessions the build merged from two
+    versions of their file keep, where the versions diverge, a row out of place (the merge
+    appends what the later version adds): those three, and no other, break the rule."""
+    broken = set()
+    for path in sessions("claude-code"):
+        messages = anthropic_messages(path)
+        answered = {b["tool_use_id"] for m in messages if isinstance(m["content"], list)
+                    for b in m["content"] if b["type"] == "tool_result"}
+        for i, message in enumerate(messages):
+            if not isinstance(message["content"], list):
+                continue
+            calls = [b["id"] for b in message["content"] if b["type"] == "tool_use"]
+            after = messages[i + 1]["content"] if i + 1 < len(messages) else []
+            following = {b["tool_use_id"] for b in after if isinstance(b, dict)
+                         and b.get("type") == "tool_result"}
+            if [c for c in calls if c in answered and c not in following]:
+                broken.add(path.stem)
+    assert broken == {"m-thisness-57bb5674", "m-thisness-95f81cf4", "m-thisness-abc757d1"}

@@ -141,6 +141,9 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
     dropped: dict[str, int] = {}
     results_open = False
     last_id: str | None = None
+    open_at: int | None = None
+    """The assistant message of `last_id`, while only its results follow it: the rows of
+    its message id that come after a result still belong to it."""
     previous = ""
     started: dict[str, float | None] = {}
     """Each message id's first row time (a thinking-only row included): the call's time."""
@@ -161,7 +164,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
                     and part.messages)
         if kind == "system" and row.get("subtype") == "compact_boundary" and part.messages:
             parts.append(Part("after-compaction"))  # the summary row, if any, opens it
-            last_id, results_open = None, False
+            last_id, results_open, open_at = None, False, None
             tally(dropped, "system")
             continue
         if kind == "compact" and part.kind == "after-compaction" and not part.messages:
@@ -170,7 +173,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             next_kind: PartKind = ("after-clear" if kind == "clear" else
                                    "after-compaction" if kind == "compact" else "session")
             parts.append(Part(next_kind))
-            part, last_id, results_open = parts[-1], None, False
+            part, last_id, results_open, open_at = parts[-1], None, False, None
             if kind == "clear":
                 continue
         if kind == "assistant":
@@ -178,12 +181,12 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             recorded = _recorded(message.get("usage"))
             msg_id = message.get("id") if isinstance(message.get("id"), str) else None
             model = message.get("model") if isinstance(message.get("model"), str) else None
-            call = part.calls[-1] if part.calls else None
-            if (part.messages and part.messages[-1]["role"] == "assistant"
-                    and msg_id == last_id and call is not None):
-                part.messages[-1]["content"].extend(blocks)
+            call = part.calls[open_at] if open_at is not None else None
+            if call is not None and open_at is not None and msg_id == last_id and (
+                    msg_id is not None or open_at == len(part.messages) - 1):
+                part.messages[open_at]["content"].extend(blocks)
                 if recorded:
-                    part.messages[-1]["usage"] = recorded
+                    part.messages[open_at]["usage"] = recorded
                     call.usage = message["usage"]
                 continue
             entry: Msg = {"role": "assistant", "content": list(blocks)}
@@ -195,7 +198,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             when = started[msg_id] if msg_id is not None else iso_seconds(row.get("timestamp"))
             part.calls.append(Call(msg_id, when,
                                    message["usage"] if recorded else {}, model))
-            last_id, results_open = msg_id, False
+            last_id, results_open, open_at = msg_id, False, len(part.messages) - 1
         elif kind == "results":
             blocks = []
             for block in _blocks(message["content"], ("tool_result",)):
@@ -211,7 +214,9 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
             else:
                 part.messages.append({"role": "user", "content": list(blocks)})
                 part.calls.append(None)
-            last_id, results_open = None, True
+            results_open = True
+            if open_at != len(part.messages) - 2:  # not the results of the open message
+                last_id, open_at = None, None
         elif kind in ("prompt", "compact"):
             content = message.get("content")
             if isinstance(content, list):
@@ -221,7 +226,7 @@ def transcript_parts(rows: list[dict[str, Any]]) -> tuple[list[Part], dict[str, 
                 continue
             part.messages.append({"role": "user", "content": content})
             part.calls.append(None)
-            last_id, results_open = None, False
+            last_id, results_open, open_at = None, False, None
         else:
             tally(dropped, kind)
     out: list[Part] = []
