@@ -242,9 +242,11 @@ def load_timed_session(times: str, path: str) -> ReviewSession:
     session = load_session(path)
     found = _times(times).get(session.name)
     return session if found is None else session.with_times(found)
-def agent_session(path: str, data: bytes, name: str) -> ReviewSession | None:
+def agent_session(path: str, data: bytes, name: str | None = None) -> ReviewSession | None:
     """An agent's own session file (its longest context) as a replay whose provider counts
-    requests as the recorded usage says (`histtrim.review.recorded`); None for other files."""
+    requests as the recorded usage says (`histtrim.review.recorded`); None for other files.
+    `name`: the session's (default: the file's stem)."""
+    name = Path(path).stem if name is None else name
     found = read_agent(data, name)
     if found is None:
         return None
