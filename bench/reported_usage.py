@@ -21,6 +21,7 @@ writes bench/results/reported_usage.csv and prints the table.
 Issue 48's table (the hidden prefix calibrated, USAGE-8), on the recorded usage alone:
 
     .venv/bin/python bench/reported_usage.py prefix
+    .venv/bin/python bench/reported_usage.py prefix claude-code 40000   # one corpus/budget
 
 per corpus (Claude Code, mini-swe-agent), budget and method (`PREFIX_METHODS`): requests over
 the budget, over it although the newest tool exchange alone would fit, the input cost with
@@ -214,12 +215,15 @@ def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str
     return Provider(blocks, round(crumb_est * ratio), hidden, tuple(calls))
 
 
-def prefix_table() -> None:
-    """Issue 48's table: tuning and held-out sessions side by side."""
+def prefix_table(only: tuple[str, ...] = ()) -> None:
+    """Issue 48's table: tuning and held-out sessions side by side. `only`: a corpus and
+    optionally a budget (`prefix claude-code 40000`), printed and not written."""
     crumb_est = Pricing(SPEC).plain(breadcrumb_message())
     runs: dict[tuple[str, str, int, str], list[UsageReplay]] = {}
     names: dict[tuple[str, str], int] = {}
-    for corpus in PREFIX_BUDGETS:
+    budgets = {c: tuple(b for b in bs if len(only) < 2 or str(b) == only[1])
+               for c, bs in PREFIX_BUDGETS.items() if not only or c == only[0]}
+    for corpus in budgets:
         paths = sorted((REAL / corpus).glob("*.jsonl"))
         for k, path in enumerate(paths):
             part = "held out" if k % 3 == 2 else "tuning"
@@ -229,7 +233,7 @@ def prefix_table() -> None:
                     else from_openai(messages))
             est = message_costs(rows)
             truth = recorded_truth(corpus, rows, messages, est)
-            for budget in PREFIX_BUDGETS[corpus]:
+            for budget in budgets[corpus]:
                 for method in TABLE_METHODS:
                     runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
                         rows, budget, method, truth, estimate_costs=est,
@@ -252,11 +256,12 @@ def prefix_table() -> None:
             "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
             "needed": needed, "lost": lost,
         })
-    PREFIX_OUT.parent.mkdir(parents=True, exist_ok=True)
-    with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(results[0]))
-        writer.writeheader()
-        writer.writerows(results)
+    if not only:
+        PREFIX_OUT.parent.mkdir(parents=True, exist_ok=True)
+        with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(results[0]))
+            writer.writeheader()
+            writer.writerows(results)
 
     def cell(r: dict[str, Any]) -> list[str]:
         requests = max(int(r["requests"]), 1)
@@ -270,8 +275,8 @@ def prefix_table() -> None:
               "cost", "lost %", "held out: req", "over %", ">1 turn", "exch. fits", "cost",
               "lost %"]
     table = []
-    for corpus, budgets in PREFIX_BUDGETS.items():
-        for budget in budgets:
+    for corpus, chosen in budgets.items():
+        for budget in chosen:
             for method in TABLE_METHODS:
                 by = {r["part"]: r for r in results if (r["corpus"], r["budget"], r["method"])
                       == (corpus, budget, method)}
@@ -280,13 +285,14 @@ def prefix_table() -> None:
                               f"{by['held out']['requests']:,}", *cell(by["held out"])])
     print(text_table(header, table))
     print("sessions: " + ", ".join(f"{c} {p} {n}" for (c, p), n in sorted(names.items())))
-    print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
+    if not only:
+        print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:] == ["prefix"]:
-        prefix_table()
+    if sys.argv[1:2] == ["prefix"]:
+        prefix_table(tuple(sys.argv[2:4]))
     else:
         main()
