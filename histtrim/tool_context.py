@@ -401,6 +401,8 @@ class _Scan:
         self.declaring: list[int] = []
         """Rows of the current turn that declare images: priced as older once one follows."""
         self.bounds: list[int] = []
+        self.replies: list[int] = []
+        """The assistant rows (the newest before a request opens its newest exchange)."""
         self.points: list[int] = []
         """The requests the rows record, but the last (the whole rows)."""
         self.log: list[int] = []
@@ -510,6 +512,7 @@ class _Scan:
                 self.bounds.append(i)
             found: _Result | None = None
             if row.role == "assistant":
+                self.replies.append(i)
                 if '"tool_calls"' in row.content or "\\u" in row.content:  # escaped key too
                     for call_id, name in _calls(row.content):
                         names[call_id] = name
@@ -575,18 +578,30 @@ class _Scan:
             return done
         return upto
 
-    def _fit_from(self, done: int, end: int, goal: int | None = None) -> int:
+    def _fit_from(
+        self, done: int, end: int, goal: int | None = None, budget: int | None = None
+    ) -> int:
         """CTX-10: candidates cleared once request `rows[:end]` is over the budget as sent:
-        all but the newest `keep` results, from the oldest, until it fits the low water."""
+        all but the newest `keep` results, from the oldest, until it fits the low water.
+        The last resort, when that still leaves it over the budget: the newest `keep`
+        results too, from the oldest, until it fits the budget (not the low water: as few
+        as it takes), never the newest exchange's (the results after the newest reply)."""
         keep = self.settings.keep
         present = bisect_left(self.result_rows, end)
         limit = end if not keep else (
             self.result_rows[present - keep] if present > keep else 0)
         most = bisect_left(self.cand_rows, limit)
-        if most <= done:
-            return done
         goal = self.fit_goal if goal is None else goal
-        return bisect_left(self.freed, self.full[end] - goal, done, most)
+        budget = self.budget if budget is None else budget
+        upto = done if most <= done else bisect_left(
+            self.freed, self.full[end] - goal, done, most)
+        if self.full[end] - self.freed[upto] > budget:
+            replies = bisect_left(self.replies, end)
+            newest = self.replies[replies - 1] if replies else 0
+            beyond = bisect_left(self.cand_rows, newest)
+            if beyond > upto:
+                upto = bisect_left(self.freed, self.full[end] - budget, upto, beyond)
+        return upto
 
     def _step(self, done: int, end: int) -> int:
         """The replay at request `rows[:end]`: the trigger (held, or at the last request),
@@ -602,7 +617,7 @@ class _Scan:
             if self.full[end] - self.freed[done] > self.cold_trigger:
                 done = max(done, self._clear_from(done, end))
             if self.cold_budget and self.full[end] - self.freed[done] > self.cold_budget:
-                done = self._fit_from(done, end, self.cold_goal)
+                done = self._fit_from(done, end, self.cold_goal, self.cold_budget)
         return done
 
     @property

@@ -331,3 +331,30 @@ def test_ctx_10_with_a_calibrated_prefix_the_integrations_fit_the_rows_part() ->
                    "arguments": "{}"},
                   {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 4000}]
     assert max(counted) <= 5000
+
+
+def test_ctx_10_the_newest_keep_results_are_cleared_only_as_a_last_resort() -> None:
+    """`keep` is the first floor: the fit goes below it only when the request would still be
+    sent over the budget with the newest `keep` results whole, and then only as far as the
+    budget (not the low water), never into the newest exchange."""
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(4):  # four large results, one per call row
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 4000)]
+    assert PRICES.total(rows[:2] + rows[-2:]) < 2000 < PRICES.total(rows[:2] + rows[-6:])
+    edit = edit_tool_context(rows, ANTHROPIC, budget_tokens=2000)
+    assert PRICES.total(edit.messages) <= 2000
+    assert edit.messages[-2:] == rows[-2:]  # the newest exchange stays whole
+    assert edit.cleared_results == 3
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # when the newest `keep` results fit, they stay whole (no clear beyond them)
+    roomy = edit_tool_context(rows, ANTHROPIC, budget_tokens=4000)
+    assert roomy.messages[-6:] == rows[-6:] and roomy.cleared_results == 1
+    # below `keep` as few as it takes: the budget, not a low water of 1/2 of it
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(1, 2)})
+    last = edit_tool_context(rows, low, budget_tokens=3000)
+    assert last.cleared_results == 2 and 1500 < PRICES.total(last.messages) <= 3000
+    assert last.messages[-4:] == rows[-4:]
+    # the newest exchange alone over the budget: sent over, as small as the fit makes it
+    tight = edit_tool_context(rows, ANTHROPIC, budget_tokens=500)
+    assert tight.cleared_results == 3 and tight.messages[-2:] == rows[-2:]
