@@ -183,9 +183,12 @@ def main() -> None:
     print(f"written: {OUT.relative_to(ROOT)}")
 
 
-FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9))
+FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9,
+                                             clear_inputs=True))
 """The running turn fitted (CTX-10): a clear that fires only when whole turns leave a request
-over the budget (its own trigger out of reach), the newest 3 results kept."""
+over the budget (its own trigger out of reach), the newest 3 results kept, the cleared
+results' calls without their inputs (`clear_inputs`, as Anthropic's `clear_tool_inputs`:
+a coding agent's file writes and edits are its calls' inputs), which the fit counts."""
 
 
 def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int

@@ -304,6 +304,27 @@ def _without_inputs(row: ChatMessage, ids: frozenset[str]) -> ChatMessage:
     return row.model_copy(update={"content": _compact(envelope)})
 
 
+def _arguments_freed(pricing: Pricing, content: str) -> dict[str, int]:
+    """`clear_inputs`: for each call of this call row, at least what emptying its arguments
+    alone frees (`_without_inputs`), in one parse of the row."""
+    envelope = json_object(content)
+    calls = envelope.get("tool_calls") if envelope is not None else None
+    freed: dict[str, int] = {}
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+            continue
+        target = call["function"] if isinstance(call.get("function"), dict) else call
+        text = _compact(target.get("arguments", "{}"))
+        if pricing.counter is None:  # whole tokens of the bytes removed, rounded down
+            size = len(text) if text.isascii() else len(text.encode("utf-8"))
+            tokens = (size - len('"{}"')) // pricing.policy.bytes_per_token
+        else:
+            tokens = (_text_cost(pricing, "assistant", text)
+                      - _text_cost(pricing, "assistant", '"{}"'))
+        freed[call["id"]] = freed.get(call["id"], 0) + max(0, tokens)
+    return freed
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -396,6 +417,13 @@ class _Scan:
         """Prefix sums of the gains, the negative ones as 0 (for the clear points)."""
         self.exact = [0]
         """Prefix sums of the gains (the size of the request sent)."""
+        self.args: dict[str, int] = {}
+        """`clear_inputs`: what emptying each call's arguments frees, at least (by call id)."""
+        self.inputs: list[int] = []
+        """`clear_inputs`: what clearing each candidate frees in its calls' arguments."""
+        self.sent = [0]
+        """Prefix sums of the gains as `freed`, each candidate's `inputs` added: what the
+        request as sent loses (the fit reads it, CTX-10)."""
         self.costs: list[int] = []
         self.full = [0]
         self.declaring: list[int] = []
@@ -486,6 +514,11 @@ class _Scan:
         del self.freed[k + 1]
         self.exact.extend(accumulate(self.gain[k:], initial=self.exact[k]))
         del self.exact[k + 1]
+        del self.sent[k + 1:]
+        self.sent.extend(accumulate(
+            (max(g, 0) + a for g, a in zip(self.gain[k:], self.inputs[k:], strict=True)),
+            initial=self.sent[k]))
+        del self.sent[k + 1]
         for p in range(max(old, 1), n):
             if rows[p].role == "assistant" and rows[p - 1].role != "assistant":
                 self.points.append(p)
@@ -517,6 +550,8 @@ class _Scan:
                     for call_id, name in _calls(row.content):
                         names[call_id] = name
                         call_row[call_id] = i
+                    if settings.clear_inputs:
+                        self.args.update(_arguments_freed(self.pricing, row.content))
             elif row.role == "tool":
                 answer = _answer(row.content)
                 if answer is not None:  # an unreadable legacy row is never rewritten
@@ -549,6 +584,7 @@ class _Scan:
                 continue
             self.candidates.append(found)
             self.cand_rows.append(i)
+            self.inputs.append(sum(self.args.get(c, 0) for c, _ in found.calls))
             source = found.content if found.call_id is not None else row.content
             self.news.append(
                 _cleared_content(row.role, found.call_id, source, placeholder, preview))
@@ -594,13 +630,13 @@ class _Scan:
         goal = self.fit_goal if goal is None else goal
         budget = self.budget if budget is None else budget
         upto = done if most <= done else bisect_left(
-            self.freed, self.full[end] - goal, done, most)
-        if self.full[end] - self.freed[upto] > budget:
+            self.sent, self.full[end] - goal, done, most)
+        if self.full[end] - self.sent[upto] > budget:
             replies = bisect_left(self.replies, end)
             newest = self.replies[replies - 1] if replies else 0
             beyond = bisect_left(self.cand_rows, newest)
             if beyond > upto:
-                upto = bisect_left(self.freed, self.full[end] - budget, upto, beyond)
+                upto = bisect_left(self.sent, self.full[end] - budget, upto, beyond)
         return upto
 
     def _step(self, done: int, end: int) -> int:
@@ -611,12 +647,12 @@ class _Scan:
             self.full[end] - self.freed[done] > self.settings.trigger_tokens
         ):
             done = max(done, self._clear_from(done if hold else 0, end))
-        if self.budget and self.full[end] - self.freed[done] > self.budget:
+        if self.budget and self.full[end] - self.sent[done] > self.budget:
             done = self._fit_from(done, end)
         if end in self.cold_ends:  # CACHE-2: the cache is cold, clear now what is due soon
             if self.full[end] - self.freed[done] > self.cold_trigger:
                 done = max(done, self._clear_from(done, end))
-            if self.cold_budget and self.full[end] - self.freed[done] > self.cold_budget:
+            if self.cold_budget and self.full[end] - self.sent[done] > self.cold_budget:
                 done = self._fit_from(done, end, self.cold_goal, self.cold_budget)
         return done
 

@@ -358,3 +358,22 @@ def test_ctx_10_the_newest_keep_results_are_cleared_only_as_a_last_resort() -> N
     # the newest exchange alone over the budget: sent over, as small as the fit makes it
     tight = edit_tool_context(rows, ANTHROPIC, budget_tokens=500)
     assert tight.cleared_results == 3 and tight.messages[-2:] == rows[-2:]
+
+
+def test_ctx_10_with_clear_inputs_the_fit_counts_the_inputs_it_frees() -> None:
+    """A coding agent's file writes are its calls' inputs: with `clear_inputs` each cleared
+    result's call loses them too, and the fit counts that, so it clears as many results as
+    the budget needs and no more (it cleared all but the newest before: 1,248 of 3,000)."""
+    rows = [M.system("sys"), M.user("write the files")]
+    for n in range(6):
+        content = json.dumps({"path": f"f{n}", "content": "x" * 2000})
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"w{n}", name="write",
+                                                        arguments=content)]),
+                 M.tool_result(f"w{n}", f"{n} " + "o" * 2000)]
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000,
+                                             clear_inputs=True))
+    edit = edit_tool_context(rows, policy, budget_tokens=3000)
+    assert (edit.cleared_results, edit.cleared_inputs) == (4, 4)
+    assert edit.tokens == PRICES.total(edit.messages) == 2255
+    assert edit.messages[-4:] == rows[-4:]  # the two newest writes and results whole
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
