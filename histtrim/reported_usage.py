@@ -136,8 +136,8 @@ def usable_report(
 class HiddenPrefix:
     """USAGE-8: a request's count as `prefix + ratio * rows estimate`: `prefix` the provider
     tokens the rows do not show (a client's system prompt, tool schemas), `ratio` the
-    provider tokens per estimated token of the rows; `margin` the provider tokens the fit
-    undercounts its own reports by (its upper envelope), kept free by `rows_budget`."""
+    provider tokens per estimated token of the rows; `margin` the most the fit undercounts
+    one of its own reports by (its upper envelope), kept free by `rows_budget`."""
 
     prefix: int
     ratio: Fraction
@@ -179,8 +179,9 @@ def fit_hidden_prefix(
 
     The margin: the fit is a median, so a request held to exactly its rows' budget would be
     counted over about half the time. The margin is how far the fit undercounts its own
-    reports, the largest `report - count(estimate)` but one (a single stray report, such as
-    a client resending its schemas, moves nothing), in [0, smallest report / 8]."""
+    reports (the upper envelope: the largest `report - count(estimate)`), in [0, smallest
+    report / 8]: a stray report (a client resending its schemas) widens it, never past
+    that bound, and never moves the fit."""
     schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
     window = [(non_negative("rows estimate", e), non_negative("reported", r))
               for e, r in list(pairs)[-PAIRS_KEPT:]]
@@ -200,8 +201,8 @@ def fit_hidden_prefix(
     ratio = min(max(ratio, Fraction(1, 8)), Fraction(8))
     smallest = min(r for _, r in window)
     prefix = max(0, min(prefix, smallest))
-    under = sorted(r - HiddenPrefix(prefix, ratio).count(e) for e, r in window)
-    margin = under[-2] if len(under) > 1 else under[-1]
+    central = HiddenPrefix(prefix, ratio)
+    margin = max(r - central.count(e) for e, r in window)
     return HiddenPrefix(prefix, ratio, max(0, min(margin, smallest // 8)))
 
 
