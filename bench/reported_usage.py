@@ -191,19 +191,33 @@ results' calls without their inputs (`clear_inputs`, as Anthropic's `clear_tool_
 a coding agent's file writes and edits are its calls' inputs), which the fit counts."""
 
 
-def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int
+TEXT_POLICY = Policy(tool_context=FIT_POLICY.tool_context.model_copy(
+    update={"clear_text": True}))
+"""`FIT_POLICY`, and the cleared results' call rows without their text (`clear_text`,
+CTX-11: mini-swe-agent's THOUGHT paragraphs are its call rows' text)."""
+
+
+def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int, policy: Policy = FIT_POLICY
              ) -> tuple[list[ChatMessage], list[int]]:
-    """The request as `FIT_POLICY`'s edit sends it, fitted to `limit` estimate tokens."""
-    edit = edit_tool_context(sent, FIT_POLICY, crumb_present=crumb, budget_tokens=limit)
+    """The request as `policy`'s edit sends it, fitted to `limit` estimate tokens."""
+    edit = edit_tool_context(sent, policy, crumb_present=crumb, budget_tokens=limit)
     return list(edit.messages), list(edit.source_rows)
 
 
-TABLE_METHODS = (*PREFIX_METHODS, "fitted")
+def fit_turn_text(sent: list[ChatMessage], crumb: bool, limit: int
+                  ) -> tuple[list[ChatMessage], list[int]]:
+    """`fit_turn` with `TEXT_POLICY`."""
+    return fit_turn(sent, crumb, limit, TEXT_POLICY)
+
+
+TABLE_METHODS = (*PREFIX_METHODS, "fitted", "fitted_text")
+FITS = {"fitted": fit_turn, "fitted_text": fit_turn_text}
 PREFIX_BUDGETS = {"claude-code": (40_000, 50_000, 60_000),
                   "mini-swe-agent": (16_000, 24_000, 32_000)}
 PREFIX_OUT = ROOT / "bench" / "results" / "reported_usage_prefix.csv"
 PREFIX_LABELS = {"estimate": "estimate", "reported": "reported (ref.)",
-                 "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn"}
+                 "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn",
+                 "fitted_text": "... + calls' text cleared"}
 
 
 def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str, Any]],
@@ -239,9 +253,9 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
             for budget in budgets[corpus]:
                 for method in TABLE_METHODS:
                     runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
-                        rows, budget, method, truth, estimate_costs=est,
-                        crumb_estimate=crumb_est, measure_loss=True,
-                        fit_turn=fit_turn if method == "fitted" else None))
+                        rows, budget, "fitted" if method in FITS else method, truth,
+                        estimate_costs=est, crumb_estimate=crumb_est, measure_loss=True,
+                        fit_turn=FITS.get(method)))
     results: list[dict[str, object]] = []
     for (corpus, part, budget, method), done in runs.items():
         base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])

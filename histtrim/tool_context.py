@@ -292,11 +292,13 @@ def _text_cost(pricing: Pricing, role: str, content: str) -> int:
 
 
 @lru_cache(maxsize=1 << 12)
-def _without_inputs(row: ChatMessage, ids: frozenset[str]) -> ChatMessage:
-    """The call row with the arguments of the calls `ids` emptied (`{}`), the rest as it was.
-    Cached: each request clears again."""
+def _without_inputs(row: ChatMessage, ids: frozenset[str], text: bool = False) -> ChatMessage:
+    """The call row with the arguments of the calls `ids` emptied (`{}`) and, with `text`,
+    without its text (CTX-11), the rest as it was. Cached: each request clears again."""
     envelope = json_object(row.content)
     assert envelope is not None
+    if text:
+        envelope["content"] = None
     for call in envelope["tool_calls"]:
         if isinstance(call, dict) and call.get("id") in ids:
             target = call["function"] if isinstance(call.get("function"), dict) else call
@@ -304,25 +306,32 @@ def _without_inputs(row: ChatMessage, ids: frozenset[str]) -> ChatMessage:
     return row.model_copy(update={"content": _compact(envelope)})
 
 
-def _arguments_freed(pricing: Pricing, content: str) -> dict[str, int]:
-    """`clear_inputs`: for each call of this call row, at least what emptying its arguments
-    alone frees (`_without_inputs`), in one parse of the row."""
+def _freed(pricing: Pricing, value: object, empty: str) -> int:
+    """At least what replacing `value` (as JSON) by `empty` frees in a row: whole tokens of
+    the bytes removed, rounded down (the estimate), or the counter's difference."""
+    text = _compact(value)
+    if pricing.counter is None:
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        return max(0, (size - len(empty)) // pricing.policy.bytes_per_token)
+    return max(0, _text_cost(pricing, "assistant", text)
+               - _text_cost(pricing, "assistant", empty))
+
+
+def _call_row_freed(pricing: Pricing, content: str) -> tuple[dict[str, int], int]:
+    """What clearing frees in this call row, in one parse of it: each call's arguments alone
+    (`clear_inputs`, by call id) and the row's text (`clear_text`)."""
     envelope = json_object(content)
-    calls = envelope.get("tool_calls") if envelope is not None else None
+    if envelope is None:
+        return {}, 0
+    calls = envelope.get("tool_calls")
     freed: dict[str, int] = {}
     for call in calls if isinstance(calls, list) else ():
         if not isinstance(call, dict) or not isinstance(call.get("id"), str):
             continue
         target = call["function"] if isinstance(call.get("function"), dict) else call
-        text = _compact(target.get("arguments", "{}"))
-        if pricing.counter is None:  # whole tokens of the bytes removed, rounded down
-            size = len(text) if text.isascii() else len(text.encode("utf-8"))
-            tokens = (size - len('"{}"')) // pricing.policy.bytes_per_token
-        else:
-            tokens = (_text_cost(pricing, "assistant", text)
-                      - _text_cost(pricing, "assistant", '"{}"'))
-        freed[call["id"]] = freed.get(call["id"], 0) + max(0, tokens)
-    return freed
+        tokens = _freed(pricing, target.get("arguments", "{}"), '"{}"')
+        freed[call["id"]] = freed.get(call["id"], 0) + tokens
+    return freed, _freed(pricing, envelope.get("content"), "null")
 
 
 def _compact(value: Any) -> str:
@@ -419,8 +428,11 @@ class _Scan:
         """Prefix sums of the gains (the size of the request sent)."""
         self.args: dict[str, int] = {}
         """`clear_inputs`: what emptying each call's arguments frees, at least (by call id)."""
+        self.texts: dict[int, int] = {}
+        """`clear_text`: what each call row's text frees, until a candidate claims it."""
         self.inputs: list[int] = []
-        """`clear_inputs`: what clearing each candidate frees in its calls' arguments."""
+        """What clearing each candidate frees in its calls' rows: their arguments
+        (`clear_inputs`) and the text of the rows it is the oldest candidate of (`clear_text`)."""
         self.sent = [0]
         """Prefix sums of the gains as `freed`, each candidate's `inputs` added: what the
         request as sent loses (the fit reads it, CTX-10)."""
@@ -550,8 +562,12 @@ class _Scan:
                     for call_id, name in _calls(row.content):
                         names[call_id] = name
                         call_row[call_id] = i
-                    if settings.clear_inputs:
-                        self.args.update(_arguments_freed(self.pricing, row.content))
+                    if settings.clear_inputs or settings.clear_text:
+                        freed, text = _call_row_freed(self.pricing, row.content)
+                        if settings.clear_inputs:
+                            self.args.update(freed)
+                        if settings.clear_text:
+                            self.texts[i] = text
             elif row.role == "tool":
                 answer = _answer(row.content)
                 if answer is not None:  # an unreadable legacy row is never rewritten
@@ -584,7 +600,8 @@ class _Scan:
                 continue
             self.candidates.append(found)
             self.cand_rows.append(i)
-            self.inputs.append(sum(self.args.get(c, 0) for c, _ in found.calls))
+            self.inputs.append(sum(self.args.get(c, 0) for c, _ in found.calls) + sum(
+                self.texts.pop(at, 0) for at in {at for _, at in found.calls}))
             source = found.content if found.call_id is not None else row.content
             self.news.append(
                 _cleared_content(row.role, found.call_id, source, placeholder, preview))
@@ -684,7 +701,7 @@ class _Scan:
             at = candidates[j].row
             out[at] = _cleared_row(rows[at].role, news[j]) if j < done else rows[at]
             touched.add(at)
-        if self.settings.clear_inputs:
+        if self.settings.clear_inputs or self.settings.clear_text:
             self._inputs(rows, before, done, touched)
         self.out_done = done
         self.touched = touched
@@ -693,7 +710,8 @@ class _Scan:
         tokens = self.full[n] - self.exact[done] + sum(self.inputs_gain.values())
         return ToolContextEdit(
             list(out), list(range(n)), cleared_results=done,
-            cleared_inputs=sum(map(len, self.by_call.values())),
+            cleared_inputs=sum(map(len, self.by_call.values()))
+            if self.settings.clear_inputs else 0,
             cleared=tuple(self.cand_rows[:done]), tokens=tokens, resumed=resumed,
             touched=tuple(sorted(touched)),
         )
@@ -702,8 +720,8 @@ class _Scan:
         self, rows: Sequence[ChatMessage], before: int, done: int, touched: set[int]
     ) -> None:
         """`clear_inputs`: the calls of the cleared results lose their arguments (each
-        result's own call, decision "Reused call ids"); only the calls that change are
-        written again."""
+        result's own call, decision "Reused call ids"); `clear_text`: their rows lose their
+        text (CTX-11); only the calls that change are written again."""
         by_call = self.by_call
         changed: set[int] = set()
         if done >= before:
@@ -724,7 +742,9 @@ class _Scan:
                 out[at] = rows[at]
                 self.inputs_gain.pop(at, None)
             else:
-                out[at] = _without_inputs(rows[at], frozenset(ids))
+                out[at] = _without_inputs(
+                    rows[at], frozenset(ids) if self.settings.clear_inputs else frozenset(),
+                    self.settings.clear_text)
                 self.inputs_gain[at] = (
                     _text_cost(pricing, "assistant", out[at].content) - self.costs[at])
             touched.add(at)

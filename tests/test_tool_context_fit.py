@@ -377,3 +377,29 @@ def test_ctx_10_with_clear_inputs_the_fit_counts_the_inputs_it_frees() -> None:
     assert edit.tokens == PRICES.total(edit.messages) == 2255
     assert edit.messages[-4:] == rows[-4:]  # the two newest writes and results whole
     assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+
+
+def test_ctx_11_clear_text_the_cleared_calls_lose_their_text_and_the_fit_counts_it() -> None:
+    """CTX-11: mini-swe-agent writes a THOUGHT paragraph with each call, the call row's text,
+    which no result clear frees. With `clear_text` a cleared result's call row loses it (its calls,
+    ids and names stay), every clear does so, and the fit counts it."""
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(6):
+        rows += [M.assistant_tool_calls(f"THOUGHT {n}: " + "t" * 2000,
+                                        [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 1000)]
+    plain = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000))
+    text = Policy(tool_context=plain.tool_context.model_copy(update={"clear_text": True}))
+    blind = edit_tool_context(rows, plain, budget_tokens=2000)
+    assert blind.cleared_results == 5 and PRICES.total(blind.messages) > 2000  # the text
+    edit = edit_tool_context(rows, text, budget_tokens=2000)
+    assert edit.tokens == PRICES.total(edit.messages) <= 2000
+    assert edit.cleared_results == 4 and edit.cleared_inputs == 0
+    assert edit.messages[-4:] == rows[-4:]  # the newest results and their calls' text whole
+    cleared = json.loads(edit.messages[2].content)
+    assert cleared["content"] is None and cleared["tool_calls"][0]["id"] == "c0"
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # the trigger's clear (CTX-8) takes the text too
+    trigger = Policy(tool_context=text.tool_context.model_copy(update={"trigger_tokens": 0}))
+    assert json.loads(edit_tool_context(rows, trigger).messages[2].content)["content"] is None
+    assert not plain.tool_context.clear_text  # off by default

@@ -322,6 +322,11 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
             yield Case(f"generated:fit#{n}", ("CTX-10",), "clear_tool_results",
                        rows_json(rows), {"tool_context": fitted, "crumb_present": g.crumb,
                                          "budget_tokens": budget, "token_trim_target": target})
+        worded = {"mode": "clear", "keep": 1, "trigger_tokens": 10 * total,
+                  "clear_inputs": True, "clear_text": True}  # CTX-11, fitted (CTX-10)
+        yield Case(f"generated:fit-text#{n}", ("CTX-10", "CTX-11"), "clear_tool_results",
+                   rows_json(rows), {"tool_context": worded, "crumb_present": g.crumb,
+                                     "budget_tokens": total // 2, "token_trim_target": "1"})
         if not g.crumb:
             for chosen in (
                 {},  # the default: the edit off, every request the history's own rows
