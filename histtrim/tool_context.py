@@ -1,4 +1,4 @@
-"""CTX-1..10: tool context retention, a request-time edit of the provider-facing rows.
+"""CTX-1..11: tool context retention, a request-time edit of the provider-facing rows.
 
 Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
 (`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
@@ -372,7 +372,9 @@ def clear_tool_results(
     CTX-10, with a positive `budget_tokens` (the budget the whole-turn trim applied): a
     request still over it as sent clears the oldest eligible results but the newest `keep`
     (the running turn's too), in one batch down to the policy's low-water mark of the
-    budget; replayed like `hold`, so between two such clears each request extends the last.
+    budget, and, only if it is still over, the newest `keep` too until it fits, never the
+    newest exchange's; what `clear_inputs` and `clear_text` (CTX-11) free is counted.
+    Replayed like `hold`, so between two such clears each request extends the last.
     Linear in the rows; with a `memo`, in the rows added since the last edit.
 
     CACHE-2, `cold`: the requests (ends of these rows) made with the prompt cache cold. At
