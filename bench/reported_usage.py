@@ -23,12 +23,13 @@ Issue 48's table (the hidden prefix calibrated, USAGE-8), on the recorded usage 
     .venv/bin/python bench/reported_usage.py prefix
     .venv/bin/python bench/reported_usage.py prefix claude-code 40000   # one corpus/budget
 
-per corpus (Claude Code, mini-swe-agent), budget and method (`PREFIX_METHODS`): requests over
-the budget, over it although the newest tool exchange alone would fit, the input cost with
-Anthropic's prompt cache relative to the estimate alone, and the needed context lost
+per corpus (Claude Code, mini-swe-agent), budget and method (`TABLE_METHODS`:
+`PREFIX_METHODS`, then the running turn fitted by `FIT_POLICY` and by `TEXT_POLICY`): requests
+over the budget, over it although the newest tool exchange alone would fit, the input cost
+with Anthropic's prompt cache relative to the estimate alone, and the needed context lost
 (`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
-out, the others tune (no constant of the methods is fitted here; the plausibility ceiling of
-USAGE-7 was set on the tuning part, the fit's window was not measured); both parts are printed
+out, the others tune (the plausibility ceiling of USAGE-7 and the form of USAGE-8's margin
+were chosen on the tuning part, the fit's window was not measured); both parts are printed
 side by side. Writes bench/results/reported_usage_prefix.csv."""
 
 from __future__ import annotations
