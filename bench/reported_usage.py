@@ -21,13 +21,15 @@ writes bench/results/reported_usage.csv and prints the table.
 Issue 48's table (the hidden prefix calibrated, USAGE-8), on the recorded usage alone:
 
     .venv/bin/python bench/reported_usage.py prefix
+    .venv/bin/python bench/reported_usage.py prefix claude-code 40000   # one corpus/budget
 
-per corpus (Claude Code, mini-swe-agent), budget and method (`PREFIX_METHODS`): requests over
-the budget, over it although the newest tool exchange alone would fit, the input cost with
-Anthropic's prompt cache relative to the estimate alone, and the needed context lost
+per corpus (Claude Code, mini-swe-agent), budget and method (`TABLE_METHODS`:
+`PREFIX_METHODS`, then the running turn fitted by `FIT_POLICY` and by `TEXT_POLICY`): requests
+over the budget, over it although the newest tool exchange alone would fit, the input cost
+with Anthropic's prompt cache relative to the estimate alone, and the needed context lost
 (`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
-out, the others tune (no constant of the methods is fitted here; the plausibility ceiling of
-USAGE-7 was set on the tuning part, the fit's window was not measured); both parts are printed
+out, the others tune (the plausibility ceiling of USAGE-7 and the form of USAGE-8's margin
+were chosen on the tuning part, the fit's window was not measured); both parts are printed
 side by side. Writes bench/results/reported_usage_prefix.csv."""
 
 from __future__ import annotations
@@ -182,24 +184,41 @@ def main() -> None:
     print(f"written: {OUT.relative_to(ROOT)}")
 
 
-FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9))
+FIT_POLICY = Policy(tool_context=ToolContext(mode="clear", keep=3, trigger_tokens=10**9,
+                                             clear_inputs=True))
 """The running turn fitted (CTX-10): a clear that fires only when whole turns leave a request
-over the budget (its own trigger out of reach), the newest 3 results kept."""
+over the budget (its own trigger out of reach), the newest 3 results kept, the cleared
+results' calls without their inputs (`clear_inputs`, as Anthropic's `clear_tool_inputs`:
+a coding agent's file writes and edits are its calls' inputs), which the fit counts."""
 
 
-def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int
+TEXT_POLICY = Policy(tool_context=FIT_POLICY.tool_context.model_copy(
+    update={"clear_text": True}))
+"""`FIT_POLICY`, and the cleared results' call rows without their text (`clear_text`,
+CTX-11: mini-swe-agent's THOUGHT paragraphs are its call rows' text)."""
+
+
+def fit_turn(sent: list[ChatMessage], crumb: bool, limit: int, policy: Policy = FIT_POLICY
              ) -> tuple[list[ChatMessage], list[int]]:
-    """The request as `FIT_POLICY`'s edit sends it, fitted to `limit` estimate tokens."""
-    edit = edit_tool_context(sent, FIT_POLICY, crumb_present=crumb, budget_tokens=limit)
+    """The request as `policy`'s edit sends it, fitted to `limit` estimate tokens."""
+    edit = edit_tool_context(sent, policy, crumb_present=crumb, budget_tokens=limit)
     return list(edit.messages), list(edit.source_rows)
 
 
-TABLE_METHODS = (*PREFIX_METHODS, "fitted")
+def fit_turn_text(sent: list[ChatMessage], crumb: bool, limit: int
+                  ) -> tuple[list[ChatMessage], list[int]]:
+    """`fit_turn` with `TEXT_POLICY`."""
+    return fit_turn(sent, crumb, limit, TEXT_POLICY)
+
+
+TABLE_METHODS = (*PREFIX_METHODS, "fitted", "fitted_text")
+FITS = {"fitted": fit_turn, "fitted_text": fit_turn_text}
 PREFIX_BUDGETS = {"claude-code": (40_000, 50_000, 60_000),
                   "mini-swe-agent": (16_000, 24_000, 32_000)}
 PREFIX_OUT = ROOT / "bench" / "results" / "reported_usage_prefix.csv"
 PREFIX_LABELS = {"estimate": "estimate", "reported": "reported (ref.)",
-                 "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn"}
+                 "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn",
+                 "fitted_text": "... + calls' text cleared"}
 
 
 def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str, Any]],
@@ -214,12 +233,15 @@ def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str
     return Provider(blocks, round(crumb_est * ratio), hidden, tuple(calls))
 
 
-def prefix_table() -> None:
-    """Issue 48's table: tuning and held-out sessions side by side."""
+def prefix_table(only: tuple[str, ...] = ()) -> None:
+    """Issue 48's table: tuning and held-out sessions side by side. `only`: a corpus and
+    optionally a budget (`prefix claude-code 40000`), printed and not written."""
     crumb_est = Pricing(SPEC).plain(breadcrumb_message())
     runs: dict[tuple[str, str, int, str], list[UsageReplay]] = {}
     names: dict[tuple[str, str], int] = {}
-    for corpus in PREFIX_BUDGETS:
+    budgets = {c: tuple(b for b in bs if len(only) < 2 or str(b) == only[1])
+               for c, bs in PREFIX_BUDGETS.items() if not only or c == only[0]}
+    for corpus in budgets:
         paths = sorted((REAL / corpus).glob("*.jsonl"))
         for k, path in enumerate(paths):
             part = "held out" if k % 3 == 2 else "tuning"
@@ -229,12 +251,12 @@ def prefix_table() -> None:
                     else from_openai(messages))
             est = message_costs(rows)
             truth = recorded_truth(corpus, rows, messages, est)
-            for budget in PREFIX_BUDGETS[corpus]:
+            for budget in budgets[corpus]:
                 for method in TABLE_METHODS:
                     runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
-                        rows, budget, method, truth, estimate_costs=est,
-                        crumb_estimate=crumb_est, measure_loss=True,
-                        fit_turn=fit_turn if method == "fitted" else None))
+                        rows, budget, "fitted" if method in FITS else method, truth,
+                        estimate_costs=est, crumb_estimate=crumb_est, measure_loss=True,
+                        fit_turn=FITS.get(method)))
     results: list[dict[str, object]] = []
     for (corpus, part, budget, method), done in runs.items():
         base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])
@@ -252,11 +274,12 @@ def prefix_table() -> None:
             "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
             "needed": needed, "lost": lost,
         })
-    PREFIX_OUT.parent.mkdir(parents=True, exist_ok=True)
-    with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(results[0]))
-        writer.writeheader()
-        writer.writerows(results)
+    if not only:
+        PREFIX_OUT.parent.mkdir(parents=True, exist_ok=True)
+        with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(results[0]))
+            writer.writeheader()
+            writer.writerows(results)
 
     def cell(r: dict[str, Any]) -> list[str]:
         requests = max(int(r["requests"]), 1)
@@ -270,8 +293,8 @@ def prefix_table() -> None:
               "cost", "lost %", "held out: req", "over %", ">1 turn", "exch. fits", "cost",
               "lost %"]
     table = []
-    for corpus, budgets in PREFIX_BUDGETS.items():
-        for budget in budgets:
+    for corpus, chosen in budgets.items():
+        for budget in chosen:
             for method in TABLE_METHODS:
                 by = {r["part"]: r for r in results if (r["corpus"], r["budget"], r["method"])
                       == (corpus, budget, method)}
@@ -280,13 +303,14 @@ def prefix_table() -> None:
                               f"{by['held out']['requests']:,}", *cell(by["held out"])])
     print(text_table(header, table))
     print("sessions: " + ", ".join(f"{c} {p} {n}" for (c, p), n in sorted(names.items())))
-    print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
+    if not only:
+        print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
     import sys
 
-    if sys.argv[1:] == ["prefix"]:
-        prefix_table()
+    if sys.argv[1:2] == ["prefix"]:
+        prefix_table(tuple(sys.argv[2:4]))
     else:
         main()

@@ -95,6 +95,10 @@ class ToolContext(BaseModel):
     clear_inputs: bool = Field(
         default=False, description="clear: a cleared result's call also loses its arguments."
     )
+    clear_text: bool = Field(
+        default=False, description="clear: a cleared result's call row also loses the text "
+        "the assistant wrote with its calls (CTX-11, beyond every framework we read)."
+    )
     min_chars: _Count = Field(
         default=0, ge=0, description="clear: only results longer than this many characters."
     )

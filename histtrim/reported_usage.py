@@ -136,10 +136,12 @@ def usable_report(
 class HiddenPrefix:
     """USAGE-8: a request's count as `prefix + ratio * rows estimate`: `prefix` the provider
     tokens the rows do not show (a client's system prompt, tool schemas), `ratio` the
-    provider tokens per estimated token of the rows."""
+    provider tokens per estimated token of the rows; `margin` the most the fit undercounts
+    one of its own reports by (its upper envelope), kept free by `rows_budget`."""
 
     prefix: int
     ratio: Fraction
+    margin: int = 0
 
     def count(self, rows_estimate: int) -> int:
         """The provider's count of a request whose rows are estimated at `rows_estimate`,
@@ -149,8 +151,8 @@ class HiddenPrefix:
             2 * scaled.denominator)
 
     def rows_budget(self, fit: int) -> int:
-        """The largest rows estimate whose count fits `fit` (at least 1)."""
-        room = fit - self.prefix
+        """The largest rows estimate whose count plus the margin fits `fit` (at least 1)."""
+        room = fit - self.prefix - self.margin
         if room <= 0:
             return 1
         return max(1, room * self.ratio.denominator // self.ratio.numerator)
@@ -173,7 +175,13 @@ def fit_hidden_prefix(
     slopes (Theil-Sen), then the median of `report - ratio * estimate`, so a cut that moves
     the prefix (a breadcrumb, a client that resends its schemas) moves a minority of the
     points and not the fit. The ratio is kept in [1/8, 8] and the prefix in [0, smallest
-    report]."""
+    report].
+
+    The margin: the fit is a median, so a request held to exactly its rows' budget would be
+    counted over about half the time. The margin is how far the fit undercounts its own
+    reports (the upper envelope: the largest `report - count(estimate)`), in [0, smallest
+    report / 8]: a stray report (a client resending its schemas) widens it, never past
+    that bound, and never moves the fit."""
     schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
     window = [(non_negative("rows estimate", e), non_negative("reported", r))
               for e, r in list(pairs)[-PAIRS_KEPT:]]
@@ -191,8 +199,11 @@ def fit_hidden_prefix(
         ratio = _median(slopes)
         prefix = int(_median(sorted(r - ratio * e for e, r in window)))
     ratio = min(max(ratio, Fraction(1, 8)), Fraction(8))
-    prefix = max(0, min(prefix, min(r for _, r in window)))
-    return HiddenPrefix(prefix, ratio)
+    smallest = min(r for _, r in window)
+    prefix = max(0, min(prefix, smallest))
+    central = HiddenPrefix(prefix, ratio)
+    margin = max(r - central.count(e) for e, r in window)
+    return HiddenPrefix(prefix, ratio, max(0, min(margin, smallest // 8)))
 
 
 def _median(values: Sequence[Fraction]) -> Fraction:

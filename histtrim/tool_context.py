@@ -1,4 +1,4 @@
-"""CTX-1..10: tool context retention, a request-time edit of the provider-facing rows.
+"""CTX-1..11: tool context retention, a request-time edit of the provider-facing rows.
 
 Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
 (`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
@@ -292,16 +292,46 @@ def _text_cost(pricing: Pricing, role: str, content: str) -> int:
 
 
 @lru_cache(maxsize=1 << 12)
-def _without_inputs(row: ChatMessage, ids: frozenset[str]) -> ChatMessage:
-    """The call row with the arguments of the calls `ids` emptied (`{}`), the rest as it was.
-    Cached: each request clears again."""
+def _without_inputs(row: ChatMessage, ids: frozenset[str], text: bool = False) -> ChatMessage:
+    """The call row with the arguments of the calls `ids` emptied (`{}`) and, with `text`,
+    without its text (CTX-11), the rest as it was. Cached: each request clears again."""
     envelope = json_object(row.content)
     assert envelope is not None
+    if text:
+        envelope["content"] = None
     for call in envelope["tool_calls"]:
         if isinstance(call, dict) and call.get("id") in ids:
             target = call["function"] if isinstance(call.get("function"), dict) else call
             target["arguments"] = "{}"
     return row.model_copy(update={"content": _compact(envelope)})
+
+
+def _freed(pricing: Pricing, value: object, empty: str) -> int:
+    """At least what replacing `value` (as JSON) by `empty` frees in a row: whole tokens of
+    the bytes removed, rounded down (the estimate), or the counter's difference."""
+    text = _compact(value)
+    if pricing.counter is None:
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        return max(0, (size - len(empty)) // pricing.policy.bytes_per_token)
+    return max(0, _text_cost(pricing, "assistant", text)
+               - _text_cost(pricing, "assistant", empty))
+
+
+def _call_row_freed(pricing: Pricing, content: str) -> tuple[dict[str, int], int]:
+    """What clearing frees in this call row, in one parse of it: each call's arguments alone
+    (`clear_inputs`, by call id) and the row's text (`clear_text`)."""
+    envelope = json_object(content)
+    if envelope is None:
+        return {}, 0
+    calls = envelope.get("tool_calls")
+    freed: dict[str, int] = {}
+    for call in calls if isinstance(calls, list) else ():
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str):
+            continue
+        target = call["function"] if isinstance(call.get("function"), dict) else call
+        tokens = _freed(pricing, target.get("arguments", "{}"), '"{}"')
+        freed[call["id"]] = freed.get(call["id"], 0) + tokens
+    return freed, _freed(pricing, envelope.get("content"), "null")
 
 
 def _compact(value: Any) -> str:
@@ -342,7 +372,9 @@ def clear_tool_results(
     CTX-10, with a positive `budget_tokens` (the budget the whole-turn trim applied): a
     request still over it as sent clears the oldest eligible results but the newest `keep`
     (the running turn's too), in one batch down to the policy's low-water mark of the
-    budget; replayed like `hold`, so between two such clears each request extends the last.
+    budget, and, only if it is still over, the newest `keep` too until it fits, never the
+    newest exchange's; what `clear_inputs` and `clear_text` (CTX-11) free is counted.
+    Replayed like `hold`, so between two such clears each request extends the last.
     Linear in the rows; with a `memo`, in the rows added since the last edit.
 
     CACHE-2, `cold`: the requests (ends of these rows) made with the prompt cache cold. At
@@ -396,11 +428,23 @@ class _Scan:
         """Prefix sums of the gains, the negative ones as 0 (for the clear points)."""
         self.exact = [0]
         """Prefix sums of the gains (the size of the request sent)."""
+        self.args: dict[str, int] = {}
+        """`clear_inputs`: what emptying each call's arguments frees, at least (by call id)."""
+        self.texts: dict[int, int] = {}
+        """`clear_text`: what each call row's text frees, until a candidate claims it."""
+        self.inputs: list[int] = []
+        """What clearing each candidate frees in its calls' rows: their arguments
+        (`clear_inputs`) and the text of the rows it is the oldest candidate of (`clear_text`)."""
+        self.sent = [0]
+        """Prefix sums of the gains as `freed`, each candidate's `inputs` added: what the
+        request as sent loses (the fit reads it, CTX-10)."""
         self.costs: list[int] = []
         self.full = [0]
         self.declaring: list[int] = []
         """Rows of the current turn that declare images: priced as older once one follows."""
         self.bounds: list[int] = []
+        self.replies: list[int] = []
+        """The assistant rows (the newest before a request opens its newest exchange)."""
         self.points: list[int] = []
         """The requests the rows record, but the last (the whole rows)."""
         self.log: list[int] = []
@@ -484,6 +528,11 @@ class _Scan:
         del self.freed[k + 1]
         self.exact.extend(accumulate(self.gain[k:], initial=self.exact[k]))
         del self.exact[k + 1]
+        del self.sent[k + 1:]
+        self.sent.extend(accumulate(
+            (max(g, 0) + a for g, a in zip(self.gain[k:], self.inputs[k:], strict=True)),
+            initial=self.sent[k]))
+        del self.sent[k + 1]
         for p in range(max(old, 1), n):
             if rows[p].role == "assistant" and rows[p - 1].role != "assistant":
                 self.points.append(p)
@@ -510,10 +559,17 @@ class _Scan:
                 self.bounds.append(i)
             found: _Result | None = None
             if row.role == "assistant":
+                self.replies.append(i)
                 if '"tool_calls"' in row.content or "\\u" in row.content:  # escaped key too
                     for call_id, name in _calls(row.content):
                         names[call_id] = name
                         call_row[call_id] = i
+                    if settings.clear_inputs or settings.clear_text:
+                        freed, text = _call_row_freed(self.pricing, row.content)
+                        if settings.clear_inputs:
+                            self.args.update(freed)
+                        if settings.clear_text:
+                            self.texts[i] = text
             elif row.role == "tool":
                 answer = _answer(row.content)
                 if answer is not None:  # an unreadable legacy row is never rewritten
@@ -546,6 +602,8 @@ class _Scan:
                 continue
             self.candidates.append(found)
             self.cand_rows.append(i)
+            self.inputs.append(sum(self.args.get(c, 0) for c, _ in found.calls) + sum(
+                self.texts.pop(at, 0) for at in {at for _, at in found.calls}))
             source = found.content if found.call_id is not None else row.content
             self.news.append(
                 _cleared_content(row.role, found.call_id, source, placeholder, preview))
@@ -575,18 +633,30 @@ class _Scan:
             return done
         return upto
 
-    def _fit_from(self, done: int, end: int, goal: int | None = None) -> int:
+    def _fit_from(
+        self, done: int, end: int, goal: int | None = None, budget: int | None = None
+    ) -> int:
         """CTX-10: candidates cleared once request `rows[:end]` is over the budget as sent:
-        all but the newest `keep` results, from the oldest, until it fits the low water."""
+        all but the newest `keep` results, from the oldest, until it fits the low water.
+        The last resort, when that still leaves it over the budget: the newest `keep`
+        results too, from the oldest, until it fits the budget (not the low water: as few
+        as it takes), never the newest exchange's (the results after the newest reply)."""
         keep = self.settings.keep
         present = bisect_left(self.result_rows, end)
         limit = end if not keep else (
             self.result_rows[present - keep] if present > keep else 0)
         most = bisect_left(self.cand_rows, limit)
-        if most <= done:
-            return done
         goal = self.fit_goal if goal is None else goal
-        return bisect_left(self.freed, self.full[end] - goal, done, most)
+        budget = self.budget if budget is None else budget
+        upto = done if most <= done else bisect_left(
+            self.sent, self.full[end] - goal, done, most)
+        if self.full[end] - self.sent[upto] > budget:
+            replies = bisect_left(self.replies, end)
+            newest = self.replies[replies - 1] if replies else 0
+            beyond = bisect_left(self.cand_rows, newest)
+            if beyond > upto:
+                upto = bisect_left(self.sent, self.full[end] - budget, upto, beyond)
+        return upto
 
     def _step(self, done: int, end: int) -> int:
         """The replay at request `rows[:end]`: the trigger (held, or at the last request),
@@ -596,13 +666,13 @@ class _Scan:
             self.full[end] - self.freed[done] > self.settings.trigger_tokens
         ):
             done = max(done, self._clear_from(done if hold else 0, end))
-        if self.budget and self.full[end] - self.freed[done] > self.budget:
+        if self.budget and self.full[end] - self.sent[done] > self.budget:
             done = self._fit_from(done, end)
         if end in self.cold_ends:  # CACHE-2: the cache is cold, clear now what is due soon
             if self.full[end] - self.freed[done] > self.cold_trigger:
                 done = max(done, self._clear_from(done, end))
-            if self.cold_budget and self.full[end] - self.freed[done] > self.cold_budget:
-                done = self._fit_from(done, end, self.cold_goal)
+            if self.cold_budget and self.full[end] - self.sent[done] > self.cold_budget:
+                done = self._fit_from(done, end, self.cold_goal, self.cold_budget)
         return done
 
     @property
@@ -633,7 +703,7 @@ class _Scan:
             at = candidates[j].row
             out[at] = _cleared_row(rows[at].role, news[j]) if j < done else rows[at]
             touched.add(at)
-        if self.settings.clear_inputs:
+        if self.settings.clear_inputs or self.settings.clear_text:
             self._inputs(rows, before, done, touched)
         self.out_done = done
         self.touched = touched
@@ -642,7 +712,8 @@ class _Scan:
         tokens = self.full[n] - self.exact[done] + sum(self.inputs_gain.values())
         return ToolContextEdit(
             list(out), list(range(n)), cleared_results=done,
-            cleared_inputs=sum(map(len, self.by_call.values())),
+            cleared_inputs=sum(map(len, self.by_call.values()))
+            if self.settings.clear_inputs else 0,
             cleared=tuple(self.cand_rows[:done]), tokens=tokens, resumed=resumed,
             touched=tuple(sorted(touched)),
         )
@@ -651,8 +722,8 @@ class _Scan:
         self, rows: Sequence[ChatMessage], before: int, done: int, touched: set[int]
     ) -> None:
         """`clear_inputs`: the calls of the cleared results lose their arguments (each
-        result's own call, decision "Reused call ids"); only the calls that change are
-        written again."""
+        result's own call, decision "Reused call ids"); `clear_text`: their rows lose their
+        text (CTX-11); only the calls that change are written again."""
         by_call = self.by_call
         changed: set[int] = set()
         if done >= before:
@@ -673,7 +744,9 @@ class _Scan:
                 out[at] = rows[at]
                 self.inputs_gain.pop(at, None)
             else:
-                out[at] = _without_inputs(rows[at], frozenset(ids))
+                out[at] = _without_inputs(
+                    rows[at], frozenset(ids) if self.settings.clear_inputs else frozenset(),
+                    self.settings.clear_text)
                 self.inputs_gain[at] = (
                     _text_cost(pricing, "assistant", out[at].content) - self.costs[at])
             touched.add(at)

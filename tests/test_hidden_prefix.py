@@ -42,8 +42,35 @@ def test_usage_8_the_fit_is_robust_to_a_cut_that_moves_the_prefix() -> None:
     assert fitted is not None
     assert fitted.ratio == Fraction(7, 5) and fitted.prefix == 20_000
     assert fitted.count(10_000) == 34_000
-    assert fitted.rows_budget(48_000) == 20_000  # (48,000 - 20,000) / 1.4
+    # (48,000 - 20,000 - margin) / 1.4: the moved pair is the fit's error, 3,000, bounded
+    # by 1/8 of the smallest report (21,400)
+    assert fitted.margin == 21_400 // 8
+    assert fitted.rows_budget(48_000) == (48_000 - 20_000 - 2_675) * 5 // 7
     assert fitted.rows_budget(15_000) == 1  # the prefix alone is over: nothing fits
+
+
+def test_usage_8_the_rows_budget_keeps_the_fit_s_own_error_free() -> None:
+    """Reports scattered about `20,000 + 1.4 x estimate` (every third 90 above, the others
+    40 below): the median fit undercounts a third of its reports by 130. The margin is that
+    upper envelope, so a request held to the rows' budget is counted within the budget
+    wherever it falls on the scatter. A stray report widens it, never the fit, and never
+    past 1/8 of the smallest report."""
+    pairs = [(e, 20_000 + 7 * e // 5 + (90 if e % 3000 == 0 else -40))
+             for e in range(1_000, 17_000, 1_000)]
+    fitted = fit_hidden_prefix(pairs)
+    assert fitted == HiddenPrefix(19_960, Fraction(7, 5), 130)
+    assert all(r <= fitted.count(e) + fitted.margin for e, r in pairs)
+    rows = fitted.rows_budget(48_000)
+    assert rows == (48_000 - 19_960 - 130) * 5 // 7
+    assert 20_000 + 7 * rows // 5 + 90 <= 48_000  # the worst of the scatter still fits
+    # a prefix moved by 3,000 once (the 16 newest pairs read): the fit stays, the margin
+    # widens to its bound, 1/8 of the smallest report (22,760)
+    stray = fit_hidden_prefix([*pairs, (4_000, 23_000 + 7 * 4_000 // 5)])
+    assert stray == HiddenPrefix(19_960, Fraction(7, 5), 22_760 // 8)
+    assert fit_hidden_prefix([*pairs, (4_000, 90_000)]) == stray
+    wild = fit_hidden_prefix([(1000, 2000), (2000, 3000), (3000, 40_000), (4000, 40_000)])
+    assert wild is not None and wild.margin == 2000 // 8  # at most 1/8 of the smallest
+    assert HiddenPrefix(100, Fraction(1)).rows_budget(1_000) == 900  # margin 0 by default
 
 
 def test_usage_8_only_the_rows_part_is_scaled() -> None:

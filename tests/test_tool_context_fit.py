@@ -331,3 +331,75 @@ def test_ctx_10_with_a_calibrated_prefix_the_integrations_fit_the_rows_part() ->
                    "arguments": "{}"},
                   {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 4000}]
     assert max(counted) <= 5000
+
+
+def test_ctx_10_the_newest_keep_results_are_cleared_only_as_a_last_resort() -> None:
+    """`keep` is the first floor: the fit goes below it only when the request would still be
+    sent over the budget with the newest `keep` results whole, and then only as far as the
+    budget (not the low water), never into the newest exchange."""
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(4):  # four large results, one per call row
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 4000)]
+    assert PRICES.total(rows[:2] + rows[-2:]) < 2000 < PRICES.total(rows[:2] + rows[-6:])
+    edit = edit_tool_context(rows, ANTHROPIC, budget_tokens=2000)
+    assert PRICES.total(edit.messages) <= 2000
+    assert edit.messages[-2:] == rows[-2:]  # the newest exchange stays whole
+    assert edit.cleared_results == 3
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # when the newest `keep` results fit, they stay whole (no clear beyond them)
+    roomy = edit_tool_context(rows, ANTHROPIC, budget_tokens=4000)
+    assert roomy.messages[-6:] == rows[-6:] and roomy.cleared_results == 1
+    # below `keep` as few as it takes: the budget, not a low water of 1/2 of it
+    low = ANTHROPIC.model_copy(update={"token_trim_target": Fraction(1, 2)})
+    last = edit_tool_context(rows, low, budget_tokens=3000)
+    assert last.cleared_results == 2 and 1500 < PRICES.total(last.messages) <= 3000
+    assert last.messages[-4:] == rows[-4:]
+    # the newest exchange alone over the budget: sent over, as small as the fit makes it
+    tight = edit_tool_context(rows, ANTHROPIC, budget_tokens=500)
+    assert tight.cleared_results == 3 and tight.messages[-2:] == rows[-2:]
+
+
+def test_ctx_10_with_clear_inputs_the_fit_counts_the_inputs_it_frees() -> None:
+    """A coding agent's file writes are its calls' inputs: with `clear_inputs` each cleared
+    result's call loses them too, and the fit counts that, so it clears as many results as
+    the budget needs and no more (it cleared all but the newest before: 1,248 of 3,000)."""
+    rows = [M.system("sys"), M.user("write the files")]
+    for n in range(6):
+        content = json.dumps({"path": f"f{n}", "content": "x" * 2000})
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"w{n}", name="write",
+                                                        arguments=content)]),
+                 M.tool_result(f"w{n}", f"{n} " + "o" * 2000)]
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000,
+                                             clear_inputs=True))
+    edit = edit_tool_context(rows, policy, budget_tokens=3000)
+    assert (edit.cleared_results, edit.cleared_inputs) == (4, 4)
+    assert edit.tokens == PRICES.total(edit.messages) == 2255
+    assert edit.messages[-4:] == rows[-4:]  # the two newest writes and results whole
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+
+
+def test_ctx_11_clear_text_the_cleared_calls_lose_their_text_and_the_fit_counts_it() -> None:
+    """CTX-11: mini-swe-agent writes a THOUGHT paragraph with each call, the call row's text,
+    which no result clear frees. With `clear_text` a cleared result's call row loses it (its calls,
+    ids and names stay), every clear does so, and the fit counts it."""
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(6):
+        rows += [M.assistant_tool_calls(f"THOUGHT {n}: " + "t" * 2000,
+                                        [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 1000)]
+    plain = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=100_000))
+    text = Policy(tool_context=plain.tool_context.model_copy(update={"clear_text": True}))
+    blind = edit_tool_context(rows, plain, budget_tokens=2000)
+    assert blind.cleared_results == 5 and PRICES.total(blind.messages) > 2000  # the text
+    edit = edit_tool_context(rows, text, budget_tokens=2000)
+    assert edit.tokens == PRICES.total(edit.messages) <= 2000
+    assert edit.cleared_results == 4 and edit.cleared_inputs == 0
+    assert edit.messages[-4:] == rows[-4:]  # the newest results and their calls' text whole
+    cleared = json.loads(edit.messages[2].content)
+    assert cleared["content"] is None and cleared["tool_calls"][0]["id"] == "c0"
+    assert not any(p.is_error for p in validate_tool_pairing(edit.messages))
+    # the trigger's clear (CTX-8) takes the text too
+    trigger = Policy(tool_context=text.tool_context.model_copy(update={"trigger_tokens": 0}))
+    assert json.loads(edit_tool_context(rows, trigger).messages[2].content)["content"] is None
+    assert not plain.tool_context.clear_text  # off by default

@@ -466,8 +466,8 @@ def fit_hidden_prefix(history: Any, arguments: Mapping[str, Any]) -> JsonObject:
     except ValueError as error:
         raise ProtocolError(INVALID_INPUT, f"arguments: {error}") from None
     if fitted is None:
-        return {"prefix": None, "ratio": None}
-    return {"prefix": fitted.prefix, "ratio": str(fitted.ratio)}
+        return {"prefix": None, "ratio": None, "margin": None}
+    return {"prefix": fitted.prefix, "ratio": str(fitted.ratio), "margin": fitted.margin}
 
 
 class _SentRows:

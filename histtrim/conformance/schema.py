@@ -357,7 +357,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         {"tool_context": _field(OBJECT, "The clearing settings: keep, keep_unit (\"results\" "
                                 "or \"turns\"), trigger_tokens, hold, clear_to (a ratio as "
                                 "text), clear_at_least, exclude_tools, clear_inputs, "
-                                "min_chars, placeholder, preview_chars; mode \"clear\"."),
+                                "clear_text, min_chars, placeholder, preview_chars; mode "
+                                "\"clear\"."),
          "crumb_present": CRUMB_PRESENT,
          "budget_tokens": _field(INT, "The budget the whole-turn trim applied; a request "
                                  "still over it clears down to its low-water mark (CTX-10). "
@@ -510,7 +511,10 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         _object({"prefix": _field({"type": ["integer", "null"]}, "The provider tokens the "
                                   "rows do not show, or null: no usable pair."),
                  "ratio": _field({"type": ["string", "null"]}, "Provider tokens per estimated "
-                                 "token of the rows, an exact ratio such as \"7/5\".")}),
+                                 "token of the rows, an exact ratio such as \"7/5\"."),
+                 "margin": _field({"type": ["integer", "null"]}, "The provider tokens the fit "
+                                  "undercounts its reports by (the largest but one), kept "
+                                  "free below the budget.")}),
         {"tool_schema_tokens": 0},
         "The hidden prefix and the rows' ratio fitted on a session's reports (USAGE-8)."),
 }

@@ -322,6 +322,11 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
             yield Case(f"generated:fit#{n}", ("CTX-10",), "clear_tool_results",
                        rows_json(rows), {"tool_context": fitted, "crumb_present": g.crumb,
                                          "budget_tokens": budget, "token_trim_target": target})
+        worded = {"mode": "clear", "keep": 1, "trigger_tokens": 10 * total,
+                  "clear_inputs": True, "clear_text": True}  # CTX-11, fitted (CTX-10)
+        yield Case(f"generated:fit-text#{n}", ("CTX-10", "CTX-11"), "clear_tool_results",
+                   rows_json(rows), {"tool_context": worded, "crumb_present": g.crumb,
+                                     "budget_tokens": total // 2, "token_trim_target": "1"})
         if not g.crumb:
             for chosen in (
                 {},  # the default: the edit off, every request the history's own rows
@@ -395,6 +400,9 @@ def reported_usage_cases(s: ModuleType) -> Iterator[Case]:
         ([(0, 500)], 0), (line, 0), ([*line, (4_000, 28_600)], 0),
         ([(1000, 5000), (1000, 5200)], 0), ([(1000, 900_000), (2000, 900_100)], 0),
         ([(e, 3 * e) for e in range(100, 2100, 100)], 0),
+        ([(e, 20_000 + 7 * e // 5 + (90 if e % 3000 == 0 else -40))
+          for e in range(1_000, 17_000, 1_000)], 0),
+        ([(1000, 2000), (2000, 3000), (3000, 40_000), (4000, 40_000)], 0),
     )):
         yield Case(f"generated:hidden-prefix#{n}", ("USAGE-8",), "fit_hidden_prefix", None,
                    {"pairs": [list(p) for p in pairs], "tool_schema_tokens": schemas})
