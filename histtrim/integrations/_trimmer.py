@@ -251,6 +251,9 @@ class Seen:
     cold: ColdCuts | None = None
     """CACHE-2: its requests made with the cache cold (their ends in its priced rows), which
     every later replay of the conversation cuts at again."""
+    bytes: int = 0
+    """What its rows keep alive (their text and `ENTRY_BYTES` each, `_entry_bytes`): the
+    `Prefixes` bound."""
 
 
 @dataclass(frozen=True)
@@ -418,11 +421,16 @@ class Prefixes:
     """The last few histories an instance priced, so a call that extends one (a framework
     passes the same prefix on every model call) reuses its units and prices and makes only
     the new items': the prefix is checked at C speed (list equality, identity first: an
-    equal item makes an equal row). `keep` histories are remembered (concurrent sessions on
-    one instance); an item the framework changed in place after a call is not seen."""
+    equal item makes an equal row). Up to `keep` histories are remembered (concurrent
+    sessions on one instance), bounded in bytes: the newest always (the next call extends
+    it), the older ones while their rows' bytes (`Seen.bytes`, shared rows counted in each)
+    stay within `budget`, the least recent dropped first (a forgotten conversation is priced
+    again from the `PriceCache` and finds its reports in the `ReportBook`). An item the
+    framework changed in place after a call is not seen."""
 
-    def __init__(self, keep: int = 4) -> None:
+    def __init__(self, keep: int = 4, budget: int = CACHE_BYTES) -> None:
         self.keep = keep
+        self.budget = budget
         self._seen: list[Seen] = []
         self._last = threading.local()
 
@@ -450,10 +458,13 @@ class Prefixes:
         next one (the trim that follows reads it)."""
         if extends is not None and len(items) == len(extends.items) and _same(
                 priced, extends.priced):  # the same history again: one record of it
-            self._seen = [extends, *(x for x in self._seen if x is not extends)]
+            self._keep(extends)
             self._last.seen = extends
             return extends
         seen = Seen(list(items), units, priced, fresh=extends is None)
+        seen.bytes = _entry_bytes(priced[shared:])  # the shared rows' from the one it extends
+        if extends is not None and shared:
+            seen.bytes += extends.bytes - _entry_bytes(extends.priced[shared:])
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
             seen.last_time, seen.cold = extends.last_time, extends.cold
@@ -464,9 +475,20 @@ class Prefixes:
                 seen.base = (shared, extends.columns, extends.lead)
                 if extends.replay is not None and extends.replay[2].end <= shared:
                     seen.replay = extends.replay  # its requests end in the shared rows
-        self._seen = [seen, *self._seen[: self.keep - 1]]
+        self._keep(seen)
         self._last.seen = seen
         return seen
+
+    def _keep(self, newest: Seen) -> None:
+        """`newest` first, then the most recent others while `keep` and `budget` allow."""
+        kept, total = [newest], 0
+        for seen in self._seen:
+            if len(kept) == self.keep:
+                break
+            if seen is not newest and total + seen.bytes <= self.budget:
+                kept.append(seen)
+                total += seen.bytes
+        self._seen = kept
 
     def last(self) -> Seen | None:
         """The history this thread priced last (the priced call and its trim run with no
