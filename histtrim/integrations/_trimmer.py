@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import logging
 import math
-import operator
 import sys
 import threading
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Any, Generic, TypeVar
 
 from histtrim.adapters import trim_records_held
@@ -27,7 +28,7 @@ from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.estimate import estimate_tool_schemas
 from histtrim.events import HistoryTrimmed, TrimReason
-from histtrim.low_water import Replay, request_points
+from histtrim.low_water import Replay, price_sums, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
@@ -48,6 +49,7 @@ from histtrim.turns import index_turns, index_with_facts
 
 _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
 _FACTS = attrgetter("facts")
+_OPENS_TURN = itemgetter(RowFacts._fields.index("opens_turn"))
 U = TypeVar("U")
 T = TypeVar("T")
 
@@ -258,7 +260,9 @@ class Seen:
 
 @dataclass(frozen=True)
 class Columns:
-    """Priced rows as the plan reads them: the rows, both prices and the row facts."""
+    """Priced rows as the plan reads them: the rows, both prices and the row facts, and
+    what the plan would otherwise read them all for at every call (the prices' prefix sums,
+    the rows opening a turn, the requests), each made for a history's new rows only."""
 
     rows: list[ChatMessage]
     older: list[int]
@@ -266,24 +270,48 @@ class Columns:
     facts: list[RowFacts]
     points: list[int]
     """Where the requests the rows record end (`request_points`, the last one left out)."""
+    sums: tuple[Sequence[int], Sequence[int]]
+    """Both prices' prefix sums (`price_sums`; one object when no row is priced apart)."""
+    opens: list[int]
+    """The rows whose facts open a turn (`index_with_facts`'s `opens`)."""
 
     @classmethod
     def of(cls, priced: Sequence[Priced]) -> Columns:
         rows = list(map(_ROW, priced))
-        return cls(rows, list(map(_OLDER, priced)), list(map(_CURRENT, priced)),
-                   list(map(_FACTS, rows)), request_points(rows)[:-1])
+        older, current = list(map(_OLDER, priced)), list(map(_CURRENT, priced))
+        facts = list(map(_FACTS, rows))
+        return cls(rows, older, current, facts, request_points(rows)[:-1],
+                   price_sums((older, current)),
+                   list(compress(range(len(facts)), map(_OPENS_TURN, facts))))
 
     def __add__(self, other: Columns) -> Columns:
         size = len(self.rows)
         joint = [size] if (size and other.rows and other.rows[0].role == "assistant"
                            and self.rows[-1].role != "assistant") else []
+        older = _joined(self.sums[0], other.sums[0])
+        same = self.sums[0] is self.sums[1] and other.sums[0] is other.sums[1]
         return Columns(self.rows + other.rows, self.older + other.older,
                        self.current + other.current, self.facts + other.facts,
-                       [*self.points, *joint, *(size + p for p in other.points)])
+                       [*self.points, *joint, *(size + p for p in other.points)],
+                       (older, older if same else _joined(self.sums[1], other.sums[1])),
+                       [*self.opens, *(size + p for p in other.opens)])
 
     def head(self, size: int) -> Columns:
+        older = self.sums[0][: size + 1]
+        current = older if self.sums[1] is self.sums[0] else self.sums[1][: size + 1]
         return Columns(self.rows[:size], self.older[:size], self.current[:size],
-                       self.facts[:size], self.points[: bisect_left(self.points, size)])
+                       self.facts[:size], self.points[: bisect_left(self.points, size)],
+                       (older, current), self.opens[: bisect_left(self.opens, size)])
+
+
+def _joined(sums: Sequence[int], more: Sequence[int]) -> Sequence[int]:
+    """The prefix sums of two runs of prices from each run's (`prefix_sums`): O(the second
+    run) beside a copy of the first at C speed."""
+    tail = [sums[-1] + s for s in more[1:]]
+    try:
+        return sums + array("q", tail) if isinstance(sums, array) else [*sums, *tail]
+    except OverflowError:
+        return [*sums, *tail]
 
 
 def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
@@ -512,8 +540,13 @@ class _Plan:
 
 
 def _same(priced: Sequence[Priced], other: Sequence[Priced]) -> bool:
-    """Whether two lists hold the same priced rows, object for object (at C speed)."""
-    return len(priced) == len(other) and all(map(operator.is_, priced, other))
+    """Whether two lists hold the same priced rows (list equality at C speed, identity
+    first: an equal `Priced` is the same row at the same prices)."""
+    return len(priced) == len(other) and _listed(priced) == _listed(other)
+
+
+def _listed(items: Sequence[T]) -> list[T]:
+    return items if isinstance(items, list) else list(items)
 
 
 def kept_items(items: Sequence[T], positions: Sequence[int], crumb: T) -> list[T]:
@@ -958,9 +991,10 @@ class Trimmer:
             breadcrumb_record=-1, token_counter=self.token_counter,
             policy=self._cut_policy if policy is None else policy,
             prices=(table.older, table.current),
-            index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
+            index=index_with_facts(rows, table.facts, crumb_present=crumb_present,
+                                   opens=table.opens),
             requests=[*table.points, len(rows)], resume=resume,
-            crumb_price=self._crumb().older, cold=cold,
+            crumb_price=self._crumb().older, cold=cold, sums=table.sums,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:
