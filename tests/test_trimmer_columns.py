@@ -36,12 +36,12 @@ def _fields(table: Columns) -> tuple[object, ...]:
 def test_a_history_extended_reads_as_the_whole_history_read_anew(
     first: list[tuple[str, int, bool]], more: list[tuple[str, int, bool]], data: st.DataObject
 ) -> None:
-    """`head` of one history's columns plus the new rows' equals the columns of all rows:
+    """One history's columns extended by the new rows equal the columns of all rows:
     sums, turn openers and requests included (the incremental answer is the fresh one)."""
     base = _priced(first)
     shared = data.draw(st.integers(0, len(base)))
     whole = [*base[:shared], *_priced(more)]
-    extended = Columns.of(base).head(shared) + Columns.of(whole[shared:])
+    extended = Columns.of(base).extended(shared, whole[shared:])
     fresh = Columns.of(whole)
     assert _fields(extended) == _fields(fresh)
     rows = [p.row for p in whole]

@@ -284,24 +284,32 @@ class Columns:
                    price_sums((older, current)),
                    list(compress(range(len(facts)), map(_OPENS_TURN, facts))))
 
-    def __add__(self, other: Columns) -> Columns:
-        size = len(self.rows)
-        joint = [size] if (size and other.rows and other.rows[0].role == "assistant"
-                           and self.rows[-1].role != "assistant") else []
-        older = _joined(self.sums[0], other.sums[0])
-        same = self.sums[0] is self.sums[1] and other.sums[0] is other.sums[1]
-        return Columns(self.rows + other.rows, self.older + other.older,
-                       self.current + other.current, self.facts + other.facts,
-                       [*self.points, *joint, *(size + p for p in other.points)],
-                       (older, older if same else _joined(self.sums[1], other.sums[1])),
-                       [*self.opens, *(size + p for p in other.opens)])
-
     def head(self, size: int) -> Columns:
         older = self.sums[0][: size + 1]
         current = older if self.sums[1] is self.sums[0] else self.sums[1][: size + 1]
         return Columns(self.rows[:size], self.older[:size], self.current[:size],
                        self.facts[:size], self.points[: bisect_left(self.points, size)],
                        (older, current), self.opens[: bisect_left(self.opens, size)])
+
+    def extended(self, size: int, priced: Sequence[Priced]) -> Columns:
+        """The columns of the first `size` rows, then `priced`'s, each column copied once
+        (a copy of a list of objects touches each object: a cache miss a row when the
+        history is large)."""
+        more = Columns.of(priced)
+        table = self.head(size)
+        joint = [size] if (size and more.rows and more.rows[0].role == "assistant"
+                           and table.rows[-1].role != "assistant") else []
+        table.rows.extend(more.rows)
+        table.older.extend(more.older)
+        table.current.extend(more.current)
+        table.facts.extend(more.facts)
+        table.points.extend(joint)
+        table.points.extend(size + p for p in more.points)
+        table.opens.extend(size + p for p in more.opens)
+        older = _joined(table.sums[0], more.sums[0])
+        same = table.sums[0] is table.sums[1] and more.sums[0] is more.sums[1]
+        return replace(table, sums=(
+            older, older if same else _joined(table.sums[1], more.sums[1])))
 
 
 def _joined(sums: Sequence[int], more: Sequence[int]) -> Sequence[int]:
@@ -321,7 +329,7 @@ def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
         base = seen.base
         if base is not None and base[2] == lead:
             size, table, _ = base
-            seen.columns = table.head(len(lead) + size) + Columns.of(seen.priced[size:])
+            seen.columns = table.extended(len(lead) + size, seen.priced[size:])
         else:
             seen.columns = Columns.of([*lead, *seen.priced])
         seen.lead, seen.base = lead, None
