@@ -224,6 +224,42 @@ def test_pydantic_ai_requests_resumed_from_the_last_are_the_requests_made_anew(
         assert crumbless(sent) == crumbless(from_units(history, done.units))
 
 
+def test_pydantic_ai_requests_resumed_across_conversations_and_copies() -> None:
+    """A clear's request resumes the last one only for a history that is the last one's or
+    extends it (`Seen.origin`): two conversations interleaved on one capability, a history
+    cut back, and a copy of one, each send what their units alone make (issue 46)."""
+    pytest.importorskip("pydantic_ai")
+    import copy
+
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, from_units
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0),
+                    token_trim_target=Fraction(7, 10))
+    capability = HisttrimCapability(budget_tokens=3000, policy=policy)
+
+    def grown(tag: str, size: int) -> list[Any]:
+        out: list[Any] = []
+        for n in range(size):
+            out.append(ModelResponse(parts=[ToolCallPart("bash", {"n": n}, f"{tag}{n}")]))
+            out.append(ModelRequest(parts=[ToolReturnPart("bash", tag * 400, f"{tag}{n}")]))
+        return out
+
+    def crumbless(messages: list[Any]) -> list[Any]:  # its timestamp is the call's
+        return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
+
+    a, b = grown("a", 30), grown("b", 30)
+    resumed = 0
+    for history in [a[:20], b[:20], a[:22], a[:24], b[:22], a[:16], copy.deepcopy(a[:26]),
+                    a[:28], a[:30], b[:30], b[:24]]:
+        made = capability._made.history
+        sent, done = capability.trim(history)
+        assert crumbless(sent) == crumbless(from_units(history, done.units))
+        resumed += done.seen is not None and made == done.seen.origin
+    assert resumed >= 3
+
+
 def test_ctx_10_the_event_of_a_drop_reports_the_tokens_sent() -> None:
     """Whole turns dropped and the running turn fitted: the result, the event given to
     `on_trim` and the event of `trim_openai` all report the request as sent."""

@@ -9,6 +9,7 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import sys
@@ -253,6 +254,11 @@ class Seen:
     cold: ColdCuts | None = None
     """CACHE-2: its requests made with the cache cold (their ends in its priced rows), which
     every later replay of the conversation cuts at again."""
+    number: int = 0
+    """Its number in the instance's `Prefixes` (from 1)."""
+    origin: int = 0
+    """The number of the history it extends (0: none): its items start with that one's,
+    found equal by `Prefixes.find`."""
     bytes: int = 0
     """What its rows keep alive (their text and `ENTRY_BYTES` each, `_entry_bytes`): the
     `Prefixes` bound."""
@@ -467,6 +473,7 @@ class Prefixes:
     def __init__(self, keep: int = 4, budget: int = CACHE_BYTES) -> None:
         self.keep = keep
         self.budget = budget
+        self._numbers = itertools.count(1)
         self._seen: list[Seen] = []
         self._last = threading.local()
 
@@ -497,7 +504,8 @@ class Prefixes:
             self._keep(extends)
             self._last.seen = extends
             return extends
-        seen = Seen(list(items), units, priced, fresh=extends is None)
+        seen = Seen(list(items), units, priced, fresh=extends is None,
+                    number=next(self._numbers), origin=0 if extends is None else extends.number)
         seen.bytes = _entry_bytes(priced[shared:])  # the shared rows' from the one it extends
         if extends is not None and shared:
             seen.bytes += extends.bytes - _entry_bytes(extends.priced[shared:])
