@@ -412,12 +412,12 @@ class HisttrimInputFilter:
             policy=policy, clock=clock,
         )
         self._sent: dict[tuple[int, ...], Trimmed[Unit]] = {}
+        """The last requests sent, by their items' identities: the model's usage report for
+        one is recorded for the history it was made from."""
         self._made = _Made()
         """The last request sent as its units (a clear's, made again from its units)."""
         self._making = threading.Lock()
         """Held while a call resumes from `_made`; a concurrent call makes its own."""
-        """The last requests sent, by their items' identities: the model's usage report for
-        one is recorded for the history it was made from."""
         self.session = session
         """The session the runs use, if a `HisttrimSession`: its flag says whether the input
         starts with its breadcrumb (the SDK copies session items, so their type is lost)."""

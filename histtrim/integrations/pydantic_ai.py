@@ -173,9 +173,9 @@ def from_units(
     one with some parts kept is a copy holding them; `CRUMB` is the breadcrumb request.
     `copies`, the copies the last request made (by their message): one that sends the same
     parts of a message again (a clear's, CTX-6..10) reuses its copy; it is left holding
-    this request's copies only. `last`: the last request made, resumed
-    where the units stop being its own, and left holding this one; `history`: the history
-    the units were made from (`Trimmed.seen`)."""
+    this request's copies only. `last`: the last request made, resumed where the units
+    stop being its own, and left holding this one; `history`: the history the units were
+    made from (`Trimmed.seen`)."""
     begin = 0
     out: list[ModelMessage] = []
     starts: list[int] = []
