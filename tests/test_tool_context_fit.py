@@ -174,6 +174,37 @@ def test_a_memo_edit_is_the_edit_made_anew(seed: int) -> None:
     assert other.messages == edit_tool_context(rows[5:], policy, budget_tokens=budget).messages
 
 
+def test_a_memo_reads_only_new_rows_and_never_trusts_an_equal_impostor() -> None:
+    """A memo edit checks the rows it already read by identity, and only the rows that are
+    other objects by type and equality: a dict among the new rows is validated as a row
+    (the edit made anew), and an object claiming to equal a read row is no row (the same
+    error as without the memo)."""
+    from histtrim.tool_context import ClearMemo
+
+    class Impostor:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    body = one_turn(10)
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0))
+    memo = ClearMemo()
+    edit_tool_context(body[:8], policy, memo=memo)
+    grown: list[Any] = [*body[:12], {"role": "user", "content": "and now?"}]
+    resumed = edit_tool_context(grown, policy, memo=memo)
+    assert resumed.resumed == 8
+    assert resumed.messages == edit_tool_context(grown, policy).messages
+    assert resumed.messages[-1] == M.user("and now?")
+    hostile: list[Any] = [*grown]
+    hostile[3] = Impostor()
+    with pytest.raises(ValueError) as fresh:
+        edit_tool_context(hostile, policy)
+    with pytest.raises(ValueError) as memoed:
+        edit_tool_context(hostile, policy, memo=memo)
+    assert str(memoed.value) == str(fresh.value)
+
+
 def test_a_memo_sends_the_rows_it_is_given_when_equal_ones_come_back() -> None:
     """A trim makes its breadcrumb row again at every call: the memo resumes, and the
     request holds the row it was given, never the last call's equal one."""
