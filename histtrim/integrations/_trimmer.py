@@ -494,17 +494,19 @@ class Prefixes:
 
     def remember(
         self, items: Sequence[Any], units: list[Any], priced: list[Priced],
-        extends: Seen | None = None, shared: int = 0,
+        extends: Seen | None = None, shared: int = 0, *, owned: bool = False,
     ) -> Seen:
         """Remember a history priced now (inheriting what the one it `extends` holds, whose
         first `shared` priced rows it reuses); it is also `last()` for this thread until the
-        next one (the trim that follows reads it)."""
+        next one (the trim that follows reads it). `owned`: `items` is the caller's own
+        list, never changed after, kept as is (else copied)."""
         if extends is not None and len(items) == len(extends.items) and _same(
                 priced, extends.priced):  # the same history again: one record of it
             self._keep(extends)
             self._last.seen = extends
             return extends
-        seen = Seen(list(items), units, priced, fresh=extends is None,
+        kept = items if owned and isinstance(items, list) else list(items)
+        seen = Seen(kept, units, priced, fresh=extends is None,
                     number=next(self._numbers), origin=0 if extends is None else extends.number)
         seen.bytes = _entry_bytes(priced[shared:])  # the shared rows' from the one it extends
         if extends is not None and shared:

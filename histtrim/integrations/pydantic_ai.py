@@ -426,7 +426,15 @@ class HisttrimCapability(AbstractCapability[Any]):
     ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
         """The messages to send (the history's own objects, breadcrumb added) and the trim;
         `instructions` are counted as a leading system row."""
-        units, priced = self.priced(messages)
+        return self._trim(messages, instructions)
+
+    def _trim(
+        self, messages: Sequence[ModelMessage], instructions: str | None = None,
+        owned: bool = False,
+    ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
+        """`trim`; `owned`: `messages` is this capability's own list, never changed after
+        (remembered as is, `Prefixes.remember`)."""
+        units, priced = self.priced(messages, owned=owned)
         if instructions:
             units = [INSTRUCTIONS, *units]
             priced = [self.trimmer.cache.priced(ChatMessage.system(instructions)), *priced]
@@ -436,9 +444,11 @@ class HisttrimCapability(AbstractCapability[Any]):
         )
         return _sent(messages, units, done, self._copies, self._made), done
 
-    def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
+    def priced(
+        self, messages: Sequence[ModelMessage], *, owned: bool = False
+    ) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message
-        priced once per capability (`PriceCache`)."""
+        priced once per capability (`PriceCache`); `owned` as `_trim`'s."""
         cache = self.trimmer.cache
         cache.fit(len(messages))
         seen = self.trimmer.prefixes.find(messages)
@@ -451,7 +461,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
-        self.trimmer.prefixes.remember(messages, units, priced, seen, shared)
+        self.trimmer.prefixes.remember(messages, units, priced, seen, shared, owned=owned)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
@@ -472,7 +482,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             return replace(request_context, messages=retry)
         messages = list(request_context.messages)
         parts = request_context.model_request_parameters.instruction_parts or []
-        sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
+        sent, done = self._trim(messages, "\n\n".join(part.content for part in parts), True)
         self.trimmer.check_sent(done)
         self._sent[ctx.run_id] = (messages, done)
         return replace(request_context, messages=sent)
