@@ -12,6 +12,7 @@ only moves forward: linear in the history. An edited history is simply replayed 
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,22 @@ def price_sums(
     older = prefix_sums(prices[0])
     same = prices[1] is prices[0] or prices[1] == prices[0]  # C speed, as each sum
     return older, older if same else prefix_sums(prices[1])
+
+
+def split_sums(sums: tuple[Sequence[int], Sequence[int]], current: int) -> Sequence[int]:
+    """The prefix sums of the costs priced older before row `current` and as the current
+    turn's from it (`plan_visible_trim`'s), made from both prices' `price_sums` in
+    O(rows) at C speed plus the current turn's rows."""
+    older, now = sums
+    if older is now:
+        return older
+    shift = older[current] - now[current]
+    tail = [shift + s for s in now[current + 1:]]
+    head = older[: current + 1]
+    try:
+        return head + array("q", tail) if isinstance(head, array) else [*head, *tail]
+    except OverflowError:
+        return [*head, *tail]
 
 
 def replay_requests(
@@ -217,6 +234,7 @@ def plan_held_trim(
     token_target: Fraction = Fraction(1),
     resume: Replay | None = None,
     cold: ColdCuts | None = None,
+    sums: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> VisibleTrim:
     """The cut the `Agent` would hold at the last of `requests` (row positions: request k is
     `rows[:requests[k]]`), replaying its two limits at each (`replay_requests`): the turn
@@ -231,7 +249,8 @@ def plan_held_trim(
     last request: a caller whose next history extends these rows (same prices, limits and
     breadcrumb flag) passes it as `resume`, and only the requests after it are replayed.
     `cold`: the requests made with the prompt cache cold (CACHE-2, `replay_requests`); when a
-    cold request last moved the cut, the event says `cold_cache` (CACHE-3)."""
+    cold request last moved the cut, the event says `cold_cache` (CACHE-3). `sums`: the
+    prices' `price_sums`, when the caller has them."""
     budget = 0 if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
     start: Replay | None = None
     if resume is not None:
@@ -247,7 +266,7 @@ def plan_held_trim(
             crumb.append(crumb_cost() if callable(crumb_cost) else crumb_cost)
         return crumb[0]
 
-    sums = price_sums(prices)
+    sums = price_sums(prices) if sums is None else sums
     replayed = deque(enumerate(replay_requests(
         index, prices, requests, max_turns=max_turns, budget_tokens=budget_tokens,
         crumb_cost=crumb_price, breadcrumb=breadcrumb, turn_target=turn_target,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate, compress
 from operator import is_not
-from typing import Any
+from typing import Any, cast
 
 from histtrim.carriers import (
     ATTACHMENTS_HEADER,
@@ -381,14 +381,20 @@ def clear_tool_results(
     each, a request over `trigger_tokens * cut_from` clears now, down to `clear_to` of the
     trigger, and one over the cold cut's budget fits its low-water mark, in one batch;
     replayed like `hold` (the clear then holds: later requests extend it row for row)."""
-    rows = chat_rows(history)
+    given = history if isinstance(history, Sequence) else list(history)
     key = (settings, policy, token_counter, crumb_present, budget_tokens or 0)
     scan = None if memo is None else memo._scan
     ends = frozenset() if cold is None else cold.ends
-    if scan is None or not scan.extends(key, rows) or any(
+    rows: Sequence[ChatMessage]
+    if scan is None or not scan.extends(key, given) or any(
             e < scan.n and e not in scan.cold_ends for e in ends):  # an earlier one: replay
+        rows = chat_rows(given)
         scan = _Scan(key, rows, _body_start(rows, crumb_present))
-    else:
+    else:  # its first rows are the scanned rows: only the new ones are read
+        new = given[scan.n:]
+        checked = chat_rows(new)
+        rows = cast(Sequence[ChatMessage], given if checked is new else [
+            *given[: scan.n], *checked])  # the first n: `extends` found them ChatMessage
         scan.resumed = scan.n
     if cold is not None and ends:
         scan.chill(cold)
@@ -474,18 +480,24 @@ class _Scan:
         self.cold_goal = low_water_tokens(cold.trim.budget_tokens, cold.trim.token_target)
         self.replays = True
 
-    def extends(self, key: _Key, rows: Sequence[ChatMessage]) -> bool:
-        """Whether `rows` are the scanned rows and more, under `key` (compared at C speed,
-        identity first); an equal row that is another object takes the old one's place."""
+    def extends(self, key: _Key, rows: Sequence[object]) -> bool:
+        """Whether `rows` are the scanned rows and more, under `key` (one pass at C speed
+        for identity, then equality for the rows that are other objects, each a
+        `ChatMessage`); an equal row that is another object takes the old one's place."""
         n = self.n
-        if key != self.key or len(rows) < n or not n or self.rows != rows[:n]:
+        if key != self.key or len(rows) < n or not n:
             return False
-        moved = list(compress(range(n), map(is_not, self.rows, rows[:n])))
-        for i in moved:  # (the breadcrumb row, made again at each trim)
+        swaps: list[tuple[int, ChatMessage]] = []
+        for i in compress(range(n), map(is_not, self.rows, rows)):
+            row = rows[i]
+            if not (isinstance(row, ChatMessage) and self.rows[i] == row):
+                return False
+            swaps.append((i, row))
+        for i, row in swaps:  # (the breadcrumb row, made again at each trim)
             if self.out[i] is self.rows[i]:
-                self.out[i] = rows[i]
+                self.out[i] = row
                 self.moved.add(i)
-            self.rows[i] = rows[i]
+            self.rows[i] = row
         return True
 
     def extend(self, rows: Sequence[ChatMessage]) -> None:

@@ -103,16 +103,20 @@ def index_turns(
 
 
 def index_with_facts(
-    history: Sequence[Row], facts: list[RowFacts], *, crumb_present: bool = False
+    history: Sequence[Row], facts: list[RowFacts], *, crumb_present: bool = False,
+    opens: Sequence[int] | None = None,
 ) -> TurnIndex:
     """`index_turns` of rows whose facts the caller already holds (`facts[k]` is row k's):
-    a caller that keeps a growing history's facts indexes it without reading every row."""
+    a caller that keeps a growing history's facts indexes it without reading every row.
+    `opens`: the rows whose facts open a turn (`RowFacts.opens_turn`), when the caller
+    keeps them too."""
     prefix = leading_system_count(history)
     crumb: int | None = None
     if crumb_present:
         crumb_slot(history, prefix)
         crumb = prefix
-    starts = tuple(compress(range(len(facts)), map(_OPENS_TURN, facts)))
+    starts = tuple(compress(range(len(facts)), map(_OPENS_TURN, facts)) if opens is None
+                   else opens)
     if crumb is not None and starts and starts[0] == crumb:
         starts = starts[1:]  # the slot opens no turn, whatever its text
     return TurnIndex(len(history), prefix, crumb, starts, facts)

@@ -91,6 +91,7 @@ def plan_visible_trim(
     counter: str | None = None,
     turn_target: Fraction = Fraction(1),
     token_target: Fraction = Fraction(1),
+    sums: Sequence[int] | None = None,
 ) -> VisibleTrim:
     """Plan the turn limit (`max_turns`: over `max(max_turns, 1)` turns, keep the newest
     `max(1, ceil(max_turns * turn_target))`), then the token budget (`budget_tokens`, 0 off;
@@ -103,10 +104,11 @@ def plan_visible_trim(
     one; a callable is asked once, only when a drop brings the breadcrumb in (a counter may
     be slow or paid). An event's `budget` is the budget trim's low-water mark, or for the
     turn limit `budget_in_force` (default: `budget_tokens or 0`), and its `target` the
-    low-water mark applied when it is not 1; `counter` names the prices' counter."""
+    low-water mark applied when it is not 1; `counter` names the prices' counter. `sums`:
+    `prefix_sums(costs)`, when the caller has them."""
     limit = None if max_turns is None else non_negative("max_turns", max_turns)
     target = None if budget_tokens is None else non_negative("budget_tokens", budget_tokens)
-    sums = prefix_sums(costs)
+    sums = prefix_sums(costs) if sums is None else sums
     turns, body = index.turn_count, index.body_start
     insert = breadcrumb and index.crumb is None
     first, added, crumb = 0, False, None

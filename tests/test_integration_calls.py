@@ -267,3 +267,46 @@ def test_concurrent_runs_on_one_capability_each_get_a_fresh_instances_requests()
                   ["b"])
     assert shared["a"] == alone_a["a"] and shared["b"] == alone_b["b"]
     assert len(shared["a"]) == 4 and shared["a"][0] != shared["b"][0]
+
+
+def test_ctx_6_a_clear_request_resumed_from_the_last_is_the_request_made_anew() -> None:
+    """The SDK filter makes a clear's request (positions dropped, no slice of the input)
+    from the last request it made, from the first unit that is not the last one's: on
+    histories that grow, are cut back, branch and are copied, what it sends equals the
+    items its units stand for, made anew (issue 46's speed goal)."""
+    pytest.importorskip("agents")
+    import random
+
+    from agents import Agent
+    from agents.run_config import CallModelData, ModelInputData
+
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, _key, from_units
+    from histtrim.policy import ToolContext
+
+    clear = HELD.model_copy(update={"tool_context": ToolContext(
+        mode="clear", keep=2, trigger_tokens=0, placeholder="[cleared]")})
+    rng = random.Random(46)
+    items: list[Any] = []
+    for i in range(60):
+        items.append({"role": "user", "content": f"q{i} " + "x" * rng.randrange(20, 120)})
+        for r in range(rng.randrange(0, 3)):
+            call = f"c{i}_{r}"
+            items += [{"type": "function_call", "call_id": call, "name": "f",
+                       "arguments": '{"a": 1}'},
+                      {"type": "function_call_output", "call_id": call,
+                       "output": "o" * rng.randrange(50, 300)}]
+        items.append({"role": "assistant", "content": f"a{i}"})
+    trimming = HisttrimInputFilter(budget_tokens=1_500, policy=clear)
+    agent = Agent(name="t")
+    bounds = [i + 1 for i, item in enumerate(items) if "role" in item]  # pairs whole
+    ends = [*bounds[30::2], *bounds[50:56], bounds[-40], *bounds[-39:]]
+    resumed = 0
+    for k, end in enumerate(ends):
+        given = copy.deepcopy(items[:end]) if k % 7 == 6 else items[:end]
+        sent = trimming(CallModelData(model_data=ModelInputData(input=list(given),
+                                                                instructions="terse"),
+                                      agent=agent, context=None)).input
+        done = trimming._sent[_key(sent)]
+        assert sent == from_units(given, done.units)
+        resumed += done.tool_context is not None and not done.positions
+    assert resumed > 10  # the clear's requests were made by resuming

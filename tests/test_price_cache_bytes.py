@@ -88,3 +88,57 @@ def test_cancelled_pydantic_ai_runs_leave_at_most_the_budget() -> None:
             if len(getattr(a, "content", "")) > 200_000}
     assert cache.bytes <= cache.budget
     assert 0 < len(held) <= cache.budget // 200_000
+
+
+def test_cancelled_runs_leave_one_history_not_four() -> None:
+    """The histories an instance remembers (`Prefixes`, 4 of them) are bounded in bytes too:
+    runs of a distinct 1 MB prompt, each cancelled in flight, leave the newest history (its
+    items and its row: 2 prompts' bytes, traced) and older ones only within the budget;
+    before, the last 4 histories stayed whatever their size (4.05 MB traced here)."""
+    pytest.importorskip("pydantic_ai")
+    import gc
+    import tracemalloc
+
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability
+
+    big = 1_000_000
+    capability = HisttrimCapability(budget_tokens=0)
+    capability.trimmer.cache.budget = 1 << 18
+    capability.trimmer.prefixes.budget = 1 << 18
+    started = asyncio.Event()
+
+    async def hang(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+    agent = Agent(FunctionModel(hang), capabilities=[capability])
+
+    async def go(runs: range) -> None:
+        for k in runs:
+            started.clear()
+            task = asyncio.create_task(agent.run(f"{k} " + "p" * big))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    async def retained() -> int:
+        await go(range(1))
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            await go(range(1, 7))
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+
+    assert asyncio.run(retained()) < 2.5 * big
+    assert len(capability.trimmer.prefixes._seen) == 1
+

@@ -174,6 +174,37 @@ def test_a_memo_edit_is_the_edit_made_anew(seed: int) -> None:
     assert other.messages == edit_tool_context(rows[5:], policy, budget_tokens=budget).messages
 
 
+def test_a_memo_reads_only_new_rows_and_never_trusts_an_equal_impostor() -> None:
+    """A memo edit checks the rows it already read by identity, and only the rows that are
+    other objects by type and equality: a dict among the new rows is validated as a row
+    (the edit made anew), and an object claiming to equal a read row is no row (the same
+    error as without the memo)."""
+    from histtrim.tool_context import ClearMemo
+
+    class Impostor:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    body = one_turn(10)
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0))
+    memo = ClearMemo()
+    edit_tool_context(body[:8], policy, memo=memo)
+    grown: list[Any] = [*body[:12], {"role": "user", "content": "and now?"}]
+    resumed = edit_tool_context(grown, policy, memo=memo)
+    assert resumed.resumed == 8
+    assert resumed.messages == edit_tool_context(grown, policy).messages
+    assert resumed.messages[-1] == M.user("and now?")
+    hostile: list[Any] = [*grown]
+    hostile[3] = Impostor()
+    with pytest.raises(ValueError) as fresh:
+        edit_tool_context(hostile, policy)
+    with pytest.raises(ValueError) as memoed:
+        edit_tool_context(hostile, policy, memo=memo)
+    assert str(memoed.value) == str(fresh.value)
+
+
 def test_a_memo_sends_the_rows_it_is_given_when_equal_ones_come_back() -> None:
     """A trim makes its breadcrumb row again at every call: the memo resumes, and the
     request holds the row it was given, never the last call's equal one."""
@@ -222,6 +253,42 @@ def test_pydantic_ai_requests_resumed_from_the_last_are_the_requests_made_anew(
             return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
 
         assert crumbless(sent) == crumbless(from_units(history, done.units))
+
+
+def test_pydantic_ai_requests_resumed_across_conversations_and_copies() -> None:
+    """A clear's request resumes the last one only for a history that is the last one's or
+    extends it (`Seen.origin`): two conversations interleaved on one capability, a history
+    cut back, and a copy of one, each send what their units alone make (issue 46)."""
+    pytest.importorskip("pydantic_ai")
+    import copy
+
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, from_units
+
+    policy = Policy(tool_context=ToolContext(mode="clear", keep=1, trigger_tokens=0),
+                    token_trim_target=Fraction(7, 10))
+    capability = HisttrimCapability(budget_tokens=3000, policy=policy)
+
+    def grown(tag: str, size: int) -> list[Any]:
+        out: list[Any] = []
+        for n in range(size):
+            out.append(ModelResponse(parts=[ToolCallPart("bash", {"n": n}, f"{tag}{n}")]))
+            out.append(ModelRequest(parts=[ToolReturnPart("bash", tag * 400, f"{tag}{n}")]))
+        return out
+
+    def crumbless(messages: list[Any]) -> list[Any]:  # its timestamp is the call's
+        return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
+
+    a, b = grown("a", 30), grown("b", 30)
+    resumed = 0
+    for history in [a[:20], b[:20], a[:22], a[:24], b[:22], a[:16], copy.deepcopy(a[:26]),
+                    a[:28], a[:30], b[:30], b[:24]]:
+        made = capability._made.history
+        sent, done = capability.trim(history)
+        assert crumbless(sent) == crumbless(from_units(history, done.units))
+        resumed += done.seen is not None and made == done.seen.origin
+    assert resumed >= 3
 
 
 def test_ctx_10_the_event_of_a_drop_reports_the_tokens_sent() -> None:

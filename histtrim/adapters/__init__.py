@@ -18,6 +18,7 @@ from histtrim.low_water import (
     holds_cut,
     plan_held_trim,
     request_points,
+    split_sums,
     two_prices,
 )
 from histtrim.messages import BREADCRUMB, ChatMessage, chat_rows
@@ -227,6 +228,7 @@ def trim_records_held(
     reported: tuple[int, int] | None = None,
     edit_record: Callable[[R, ChatMessage], R] | None = None,
     cold: ColdCuts | None = None,
+    sums: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> RecordTrimResult[R]:
     """`trim_records` with either limit or both (the turn limit, then the budget: the
     runtime's order). With a policy that sets a low-water mark (`histtrim.low_water`), the
@@ -239,8 +241,8 @@ def trim_records_held(
     `index`: the caller's `index_turns(rows, crumb_present=...)` of exactly these rows (an
     integration keeps a growing history's), so the rows are not read again; `requests`
     (`request_points(rows)`) and `resume` (a held plan's `replay` for a history these rows
-    extend) likewise, and `crumb_price` (the breadcrumb row's price: a counter need not
-    price it at every trim).
+    extend) likewise, `sums` (`price_sums(prices)`, with `prices`) and `crumb_price` (the
+    breadcrumb row's price: a counter need not price it at every trim).
 
     `reported`, (the provider's input tokens for a recorded request, that request's estimate):
     when it is over the budget, the budget is scaled by estimated / reported (USAGE-1..2,
@@ -285,6 +287,9 @@ def trim_records_held(
     plan: VisibleTrim
     if given is not None and (len(given[0]) != len(rows) or len(given[1]) != len(rows)):
         raise ValueError(f"prices: expected two lists of {len(rows)} prices")
+    if sums is not None and (given is None or any(
+            len(s) != len(rows) + 1 for s in sums)):
+        sums = None  # not the sums of these prices: made here
     if cold is not None and not cold.ends:
         cold = None
     if holds_cut(policy) or cold is not None:
@@ -294,7 +299,7 @@ def trim_records_held(
             budget_tokens=budget_tokens, budget_in_force=budget_in_force,
             crumb_cost=crumb_cost, breadcrumb=breadcrumb_record is not None,
             counter=counter, turn_target=policy.turn_trim_target,
-            token_target=policy.token_trim_target, resume=resume, cold=cold,
+            token_target=policy.token_trim_target, resume=resume, cold=cold, sums=sums,
         )
     else:
         if given is None:
@@ -306,6 +311,7 @@ def trim_records_held(
             index, costs, max_turns=max_turns, budget_tokens=budget_tokens,
             budget_in_force=budget_in_force, crumb_cost=crumb_cost,
             breadcrumb=breadcrumb_record is not None, counter=counter,
+            sums=None if sums is None else split_sums(sums, index.current_turn_after + 1),
         )
     fit_budget = budget_tokens  # the budget the cut applied, in the estimate's units
     if scaled is not None:

@@ -9,16 +9,18 @@ objects. The cut is `histtrim.adapters.trim_records`, so it is the library's cut
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
-import operator
 import sys
 import threading
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from itertools import compress
+from operator import attrgetter, itemgetter
 from typing import Any, Generic, TypeVar
 
 from histtrim.adapters import trim_records_held
@@ -27,7 +29,7 @@ from histtrim.config import RuntimeProfile
 from histtrim.counting import Pricing, TokenCounter
 from histtrim.estimate import estimate_tool_schemas
 from histtrim.events import HistoryTrimmed, TrimReason
-from histtrim.low_water import Replay, request_points
+from histtrim.low_water import Replay, price_sums, request_points
 from histtrim.messages import ChatMessage, RowFacts
 from histtrim.pairing import PairingProblem, validate_tool_pairing
 from histtrim.policy import SPEC, ColdCuts, Policy, ToolContext, low_water_tokens
@@ -48,6 +50,7 @@ from histtrim.turns import index_turns, index_with_facts
 
 _ROW, _OLDER, _CURRENT = attrgetter("row"), attrgetter("older"), attrgetter("current")
 _FACTS = attrgetter("facts")
+_OPENS_TURN = itemgetter(RowFacts._fields.index("opens_turn"))
 U = TypeVar("U")
 T = TypeVar("T")
 
@@ -251,11 +254,21 @@ class Seen:
     cold: ColdCuts | None = None
     """CACHE-2: its requests made with the cache cold (their ends in its priced rows), which
     every later replay of the conversation cuts at again."""
+    number: int = 0
+    """Its number in the instance's `Prefixes` (from 1)."""
+    origin: int = 0
+    """The number of the history it extends (0: none): its items start with that one's,
+    found equal by `Prefixes.find`."""
+    bytes: int = 0
+    """What its rows keep alive (their text and `ENTRY_BYTES` each, `_entry_bytes`): the
+    `Prefixes` bound."""
 
 
 @dataclass(frozen=True)
 class Columns:
-    """Priced rows as the plan reads them: the rows, both prices and the row facts."""
+    """Priced rows as the plan reads them: the rows, both prices and the row facts, and
+    what the plan would otherwise read them all for at every call (the prices' prefix sums,
+    the rows opening a turn, the requests), each made for a history's new rows only."""
 
     rows: list[ChatMessage]
     older: list[int]
@@ -263,24 +276,56 @@ class Columns:
     facts: list[RowFacts]
     points: list[int]
     """Where the requests the rows record end (`request_points`, the last one left out)."""
+    sums: tuple[Sequence[int], Sequence[int]]
+    """Both prices' prefix sums (`price_sums`; one object when no row is priced apart)."""
+    opens: list[int]
+    """The rows whose facts open a turn (`index_with_facts`'s `opens`)."""
 
     @classmethod
     def of(cls, priced: Sequence[Priced]) -> Columns:
         rows = list(map(_ROW, priced))
-        return cls(rows, list(map(_OLDER, priced)), list(map(_CURRENT, priced)),
-                   list(map(_FACTS, rows)), request_points(rows)[:-1])
-
-    def __add__(self, other: Columns) -> Columns:
-        size = len(self.rows)
-        joint = [size] if (size and other.rows and other.rows[0].role == "assistant"
-                           and self.rows[-1].role != "assistant") else []
-        return Columns(self.rows + other.rows, self.older + other.older,
-                       self.current + other.current, self.facts + other.facts,
-                       [*self.points, *joint, *(size + p for p in other.points)])
+        older, current = list(map(_OLDER, priced)), list(map(_CURRENT, priced))
+        facts = list(map(_FACTS, rows))
+        return cls(rows, older, current, facts, request_points(rows)[:-1],
+                   price_sums((older, current)),
+                   list(compress(range(len(facts)), map(_OPENS_TURN, facts))))
 
     def head(self, size: int) -> Columns:
+        older = self.sums[0][: size + 1]
+        current = older if self.sums[1] is self.sums[0] else self.sums[1][: size + 1]
         return Columns(self.rows[:size], self.older[:size], self.current[:size],
-                       self.facts[:size], self.points[: bisect_left(self.points, size)])
+                       self.facts[:size], self.points[: bisect_left(self.points, size)],
+                       (older, current), self.opens[: bisect_left(self.opens, size)])
+
+    def extended(self, size: int, priced: Sequence[Priced]) -> Columns:
+        """The columns of the first `size` rows, then `priced`'s, each column copied once
+        (a copy of a list of objects touches each object: a cache miss a row when the
+        history is large)."""
+        more = Columns.of(priced)
+        table = self.head(size)
+        joint = [size] if (size and more.rows and more.rows[0].role == "assistant"
+                           and table.rows[-1].role != "assistant") else []
+        table.rows.extend(more.rows)
+        table.older.extend(more.older)
+        table.current.extend(more.current)
+        table.facts.extend(more.facts)
+        table.points.extend(joint)
+        table.points.extend(size + p for p in more.points)
+        table.opens.extend(size + p for p in more.opens)
+        older = _joined(table.sums[0], more.sums[0])
+        same = table.sums[0] is table.sums[1] and more.sums[0] is more.sums[1]
+        return replace(table, sums=(
+            older, older if same else _joined(table.sums[1], more.sums[1])))
+
+
+def _joined(sums: Sequence[int], more: Sequence[int]) -> Sequence[int]:
+    """The prefix sums of two runs of prices from each run's (`prefix_sums`): O(the second
+    run) beside a copy of the first at C speed."""
+    tail = [sums[-1] + s for s in more[1:]]
+    try:
+        return sums + array("q", tail) if isinstance(sums, array) else [*sums, *tail]
+    except OverflowError:
+        return [*sums, *tail]
 
 
 def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
@@ -290,7 +335,7 @@ def columns(seen: Seen, lead: tuple[Priced, ...]) -> Columns:
         base = seen.base
         if base is not None and base[2] == lead:
             size, table, _ = base
-            seen.columns = table.head(len(lead) + size) + Columns.of(seen.priced[size:])
+            seen.columns = table.extended(len(lead) + size, seen.priced[size:])
         else:
             seen.columns = Columns.of([*lead, *seen.priced])
         seen.lead, seen.base = lead, None
@@ -418,11 +463,17 @@ class Prefixes:
     """The last few histories an instance priced, so a call that extends one (a framework
     passes the same prefix on every model call) reuses its units and prices and makes only
     the new items': the prefix is checked at C speed (list equality, identity first: an
-    equal item makes an equal row). `keep` histories are remembered (concurrent sessions on
-    one instance); an item the framework changed in place after a call is not seen."""
+    equal item makes an equal row). Up to `keep` histories are remembered (concurrent
+    sessions on one instance), bounded in bytes: the newest always (the next call extends
+    it), the older ones while their rows' bytes (`Seen.bytes`, shared rows counted in each)
+    stay within `budget`, the least recent dropped first (a forgotten conversation is priced
+    again from the `PriceCache` and finds its reports in the `ReportBook`). An item the
+    framework changed in place after a call is not seen."""
 
-    def __init__(self, keep: int = 4) -> None:
+    def __init__(self, keep: int = 4, budget: int = CACHE_BYTES) -> None:
         self.keep = keep
+        self.budget = budget
+        self._numbers = itertools.count(1)
         self._seen: list[Seen] = []
         self._last = threading.local()
 
@@ -443,17 +494,23 @@ class Prefixes:
 
     def remember(
         self, items: Sequence[Any], units: list[Any], priced: list[Priced],
-        extends: Seen | None = None, shared: int = 0,
+        extends: Seen | None = None, shared: int = 0, *, owned: bool = False,
     ) -> Seen:
         """Remember a history priced now (inheriting what the one it `extends` holds, whose
         first `shared` priced rows it reuses); it is also `last()` for this thread until the
-        next one (the trim that follows reads it)."""
+        next one (the trim that follows reads it). `owned`: `items` is the caller's own
+        list, never changed after, kept as is (else copied)."""
         if extends is not None and len(items) == len(extends.items) and _same(
                 priced, extends.priced):  # the same history again: one record of it
-            self._seen = [extends, *(x for x in self._seen if x is not extends)]
+            self._keep(extends)
             self._last.seen = extends
             return extends
-        seen = Seen(list(items), units, priced, fresh=extends is None)
+        kept = items if owned and isinstance(items, list) else list(items)
+        seen = Seen(kept, units, priced, fresh=extends is None,
+                    number=next(self._numbers), origin=0 if extends is None else extends.number)
+        seen.bytes = _entry_bytes(priced[shared:])  # the shared rows' from the one it extends
+        if extends is not None and shared:
+            seen.bytes += extends.bytes - _entry_bytes(extends.priced[shared:])
         if extends is not None:
             seen.floor, seen.report = extends.floor, extends.report
             seen.last_time, seen.cold = extends.last_time, extends.cold
@@ -464,9 +521,20 @@ class Prefixes:
                 seen.base = (shared, extends.columns, extends.lead)
                 if extends.replay is not None and extends.replay[2].end <= shared:
                     seen.replay = extends.replay  # its requests end in the shared rows
-        self._seen = [seen, *self._seen[: self.keep - 1]]
+        self._keep(seen)
         self._last.seen = seen
         return seen
+
+    def _keep(self, newest: Seen) -> None:
+        """`newest` first, then the most recent others while `keep` and `budget` allow."""
+        kept, total = [newest], 0
+        for seen in self._seen:
+            if len(kept) == self.keep:
+                break
+            if seen is not newest and total + seen.bytes <= self.budget:
+                kept.append(seen)
+                total += seen.bytes
+        self._seen = kept
 
     def last(self) -> Seen | None:
         """The history this thread priced last (the priced call and its trim run with no
@@ -490,8 +558,13 @@ class _Plan:
 
 
 def _same(priced: Sequence[Priced], other: Sequence[Priced]) -> bool:
-    """Whether two lists hold the same priced rows, object for object (at C speed)."""
-    return len(priced) == len(other) and all(map(operator.is_, priced, other))
+    """Whether two lists hold the same priced rows (list equality at C speed, identity
+    first: an equal `Priced` is the same row at the same prices)."""
+    return len(priced) == len(other) and _listed(priced) == _listed(other)
+
+
+def _listed(items: Sequence[T]) -> list[T]:
+    return items if isinstance(items, list) else list(items)
 
 
 def kept_items(items: Sequence[T], positions: Sequence[int], crumb: T) -> list[T]:
@@ -936,9 +1009,10 @@ class Trimmer:
             breadcrumb_record=-1, token_counter=self.token_counter,
             policy=self._cut_policy if policy is None else policy,
             prices=(table.older, table.current),
-            index=index_with_facts(rows, table.facts, crumb_present=crumb_present),
+            index=index_with_facts(rows, table.facts, crumb_present=crumb_present,
+                                   opens=table.opens),
             requests=[*table.points, len(rows)], resume=resume,
-            crumb_price=self._crumb().older, cold=cold,
+            crumb_price=self._crumb().older, cold=cold, sums=table.sums,
         )
         tokens = done.result.tokens_after if isinstance(done.result, TrimResult) else 0
         if not done.trimmed:

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from functools import partial
-from itertools import chain
+from itertools import chain, compress
+from operator import is_not
 from typing import Any, cast
 
 from histtrim.carriers import (
@@ -152,17 +154,44 @@ def unit_row(items: Sequence[Any], unit: Unit) -> tuple[ChatMessage, int]:
         raise ValueError(f"input[{unit[0]}]: {error}") from None
 
 
-def from_units(items: Sequence[Any], units: Sequence[Unit]) -> list[TResponseInputItem]:
-    """The items the units stand for, in order, with the breadcrumb where `CRUMB` is."""
+def from_units(
+    items: Sequence[Any], units: Sequence[Unit], last: _Made | None = None
+) -> list[TResponseInputItem]:
+    """The items the units stand for, in order, with the breadcrumb where `CRUMB` is.
+    `last`: the last request made, resumed from the first unit that is not its own (a unit
+    is made once per history, `Prefixes`: the same unit object stands for equal items), and
+    left holding this one."""
     out: list[TResponseInputItem] = []
-    for unit in units:
+    ends: list[int] = []
+    first = 0
+    if last is not None:
+        m = min(len(units), len(last.units))
+        first = next(compress(range(m), map(is_not, last.units, units)), m)
+        out, ends = last.out[: last.ends[first - 1] if first else 0], last.ends[:first]
+    for unit in units[first:]:
         if unit == CRUMB:
             out.append(cast(TResponseInputItem, Breadcrumb()))
         elif unit and isinstance(unit[0], dict):
             out.extend(unit)
         elif unit != INSTRUCTIONS:
             out.extend(items[i] for i in unit)
-    return out
+        if last is not None:
+            ends.append(len(out))
+    if last is None:
+        return out
+    last.units, last.out, last.ends = list(units), out, ends
+    return list(out)  # the caller's own list
+
+
+@dataclasses.dataclass
+class _Made:
+    """The last request `from_units` made: the next one, whose units are its own but
+    near their end (the kept run grows; a clear rewrites a few, CTX-6..10), resumes there."""
+
+    units: list[Unit] = dataclasses.field(default_factory=list)
+    out: list[TResponseInputItem] = dataclasses.field(default_factory=list)
+    ends: list[int] = dataclasses.field(default_factory=list)
+    """`len(out)` after each unit."""
 
 
 def tool_context_unit(items: Sequence[Any]) -> Callable[[Unit, ChatMessage], Unit]:
@@ -206,8 +235,11 @@ def _cleared_output(item: dict[str, Any], text: str) -> dict[str, Any]:
     return {**item, "output": [{"type": "input_text", "text": text}]}
 
 
-def _sent(items: Sequence[Any], done: Trimmed[Unit]) -> list[TResponseInputItem]:
-    """`from_units(items, done.units)`, the kept run that ends the input taken as a slice."""
+def _sent(
+    items: Sequence[Any], done: Trimmed[Unit], last: _Made | None = None
+) -> list[TResponseInputItem]:
+    """`from_units(items, done.units)`, the kept run that ends the input taken as a slice
+    (else resumed from `last`, the last request made, when given)."""
     size = done.given
     start = kept_tail(done.positions, size) if done.positions else None
     if start is not None and start < size and done.units:
@@ -215,7 +247,7 @@ def _sent(items: Sequence[Any], done: Trimmed[Unit]) -> list[TResponseInputItem]
         if tail and tail[0] not in (CRUMB, INSTRUCTIONS):
             head = done.units[: len(done.units) - (size - start)]
             return [*from_units(items, head), *items[tail[0][0] :]]
-    return from_units(items, done.units)
+    return from_units(items, done.units, last)
 
 
 def has_breadcrumb(items: Sequence[Any], *, session_crumb: bool = False) -> bool:
@@ -382,6 +414,10 @@ class HisttrimInputFilter:
         self._sent: dict[tuple[int, ...], Trimmed[Unit]] = {}
         """The last requests sent, by their items' identities: the model's usage report for
         one is recorded for the history it was made from."""
+        self._made = _Made()
+        """The last request sent as its units (a clear's, made again from its units)."""
+        self._making = threading.Lock()
+        """Held while a call resumes from `_made`; a concurrent call makes its own."""
         self.session = session
         """The session the runs use, if a `HisttrimSession`: its flag says whether the input
         starts with its breadcrumb (the SDK copies session items, so their type is lost)."""
@@ -407,7 +443,13 @@ class HisttrimInputFilter:
         items = list(data.model_data.input)
         done = self.trim(items, data.model_data.instructions)
         self.trimmer.check_sent(done)
-        sent = _sent(items, done)
+        if self._making.acquire(blocking=False):
+            try:
+                sent = _sent(items, done, self._made)
+            finally:
+                self._making.release()
+        else:
+            sent = _sent(items, done)
         self._sent[_key(sent)] = done
         while len(self._sent) > SENT_KEPT:
             self._sent.pop(next(iter(self._sent)))
@@ -460,10 +502,9 @@ def priced_units(
     start = units[-1][-1] + 1 if units else 0
     shared = len(priced)
     tail = item_units(items, start)
-    units = [*units, *tail]
-    priced = [*priced, *(
-        cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail
-    )]
+    units.extend(tail)  # new lists (slices): each copied once
+    priced.extend(
+        cache.get(_anchors(items, unit), partial(unit_row, items, unit)) for unit in tail)
     trimmer.prefixes.remember(items, units, priced, seen, shared)
     if instructions:
         units = [INSTRUCTIONS, *units]

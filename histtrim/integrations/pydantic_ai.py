@@ -43,6 +43,7 @@ from histtrim.integrations import framework_imports
 from histtrim.integrations._trimmer import (
     OnTrim,
     Priced,
+    Seen,
     Trimmed,
     Trimmer,
     kept_tail,
@@ -133,6 +134,8 @@ class _Made:
     near their end (a clear's, CTX-6..10), resumes from the last group they share."""
 
     messages: Sequence[ModelMessage] = ()
+    history: int = 0
+    """The number of the history it was made from (`Seen.number`; 0: none known)."""
     units: list[Unit] = field(default_factory=list)
     out: list[ModelMessage] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
@@ -142,17 +145,20 @@ class _Made:
 
 
 def _resume(
-    messages: Sequence[ModelMessage], units: Sequence[Unit], last: _Made
+    messages: Sequence[ModelMessage], units: Sequence[Unit], last: _Made, history: Seen | None
 ) -> tuple[int, list[ModelMessage], list[int], list[int]]:
     """Where `from_units` resumes from `last`: the last message start before the first unit
-    that differs (compared at C speed), and what was made before it; 0 when none."""
+    that differs (compared at C speed), and what was made before it; 0 when none. Only for
+    `history`, the history these units were made from, when it is the last request's or
+    extends it (`Seen.origin`: its messages start with that one's, found equal once by
+    `Prefixes.find`, so they are not compared again here)."""
     m = min(len(units), len(last.units))
     first = next(compress(range(m), map(is_not, last.units, units)), m)
     k = bisect_right(last.starts, first) - 1
     if k >= 0 and last.starts[k] == first:
         k -= 1  # its unit changed: whether a message starts there is read again
-    size = len(last.messages)
-    if k < 0 or len(messages) < size or not all(map(is_, last.messages, messages[:size])):
+    if k < 0 or history is None or not last.history or last.history not in (
+            history.number, history.origin) or len(messages) < len(last.messages):
         return 0, [], [], []
     return last.starts[k], last.out[: last.sizes[k]], last.starts[:k], last.sizes[:k]
 
@@ -160,20 +166,22 @@ def _resume(
 def from_units(
     messages: Sequence[ModelMessage], units: Sequence[Unit],
     copies: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] | None = None,
-    last: _Made | None = None,
+    last: _Made | None = None, history: Seen | None = None,
 ) -> list[ModelMessage]:
     """The messages the units stand for, in order: a message whose parts are all kept is the
-    original object; one with some parts kept is a copy holding them; `CRUMB` is the
-    breadcrumb request. `copies`, the copies the last request made (by their message): one
-    that sends the same parts of a message again (a clear's, CTX-6..10) reuses its copy;
-    it is left holding this request's copies only. `last`: the last request made, resumed
-    where the units stop being its own, and left holding this one."""
+    original object (resumed from `last`: its object in the last request, an equal one);
+    one with some parts kept is a copy holding them; `CRUMB` is the breadcrumb request.
+    `copies`, the copies the last request made (by their message): one that sends the same
+    parts of a message again (a clear's, CTX-6..10) reuses its copy; it is left holding
+    this request's copies only. `last`: the last request made, resumed where the units
+    stop being its own, and left holding this one; `history`: the history the units were
+    made from (`Trimmed.seen`)."""
     begin = 0
     out: list[ModelMessage] = []
     starts: list[int] = []
     sizes: list[int] = []
     if last is not None:
-        begin, out, starts, sizes = _resume(messages, units, last)
+        begin, out, starts, sizes = _resume(messages, units, last, history)
     group: list[Any] = []  # part indexes, or the parts a rewritten unit sends
     owner: int | None = None
     made_now: dict[int, tuple[ModelMessage, tuple[Any, ...], ModelMessage]] = {}
@@ -218,6 +226,7 @@ def from_units(
         copies.update(made_now)
     if last is not None:
         last.messages, last.units, last.out = messages, list(units), out
+        last.history = 0 if history is None else history.number
         last.starts, last.sizes = starts, sizes
         return list(out)
     return out
@@ -261,7 +270,7 @@ def _sent(
         if unit.message is not None and unit.message >= 0 and unit.parts[:1] == (0,):
             head = done.units[: len(done.units) - (len(units) - start)]
             return [*from_units(messages, head), *messages[unit.message :]]
-    return from_units(messages, done.units, copies, last)
+    return from_units(messages, done.units, copies, last, done.seen)
 
 
 def has_breadcrumb(messages: Sequence[ModelMessage], units: Sequence[Unit]) -> bool:
@@ -417,7 +426,15 @@ class HisttrimCapability(AbstractCapability[Any]):
     ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
         """The messages to send (the history's own objects, breadcrumb added) and the trim;
         `instructions` are counted as a leading system row."""
-        units, priced = self.priced(messages)
+        return self._trim(messages, instructions)
+
+    def _trim(
+        self, messages: Sequence[ModelMessage], instructions: str | None = None,
+        owned: bool = False,
+    ) -> tuple[list[ModelMessage], Trimmed[Unit]]:
+        """`trim`; `owned`: `messages` is this capability's own list, never changed after
+        (remembered as is, `Prefixes.remember`)."""
+        units, priced = self.priced(messages, owned=owned)
         if instructions:
             units = [INSTRUCTIONS, *units]
             priced = [self.trimmer.cache.priced(ChatMessage.system(instructions)), *priced]
@@ -427,9 +444,11 @@ class HisttrimCapability(AbstractCapability[Any]):
         )
         return _sent(messages, units, done, self._copies, self._made), done
 
-    def priced(self, messages: Sequence[ModelMessage]) -> tuple[list[Unit], list[Priced]]:
+    def priced(
+        self, messages: Sequence[ModelMessage], *, owned: bool = False
+    ) -> tuple[list[Unit], list[Priced]]:
         """The units of `messages` (`to_rows`) and each one's row and prices, each message
-        priced once per capability (`PriceCache`)."""
+        priced once per capability (`PriceCache`); `owned` as `_trim`'s."""
         cache = self.trimmer.cache
         cache.fit(len(messages))
         seen = self.trimmer.prefixes.find(messages)
@@ -442,7 +461,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             for parts, row in cache.group(anchors, partial(message_rows, message, m)):
                 units.append(Unit(m, parts))
                 priced.append(row)
-        self.trimmer.prefixes.remember(messages, units, priced, seen, shared)
+        self.trimmer.prefixes.remember(messages, units, priced, seen, shared, owned=owned)
         return units, priced
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
@@ -463,7 +482,7 @@ class HisttrimCapability(AbstractCapability[Any]):
             return replace(request_context, messages=retry)
         messages = list(request_context.messages)
         parts = request_context.model_request_parameters.instruction_parts or []
-        sent, done = self.trim(messages, "\n\n".join(part.content for part in parts))
+        sent, done = self._trim(messages, "\n\n".join(part.content for part in parts), True)
         self.trimmer.check_sent(done)
         self._sent[ctx.run_id] = (messages, done)
         return replace(request_context, messages=sent)
