@@ -1,0 +1,234 @@
+"""CTX-12: with `drop_cleared`, a request the fit (CTX-10) leaves over the budget drops the
+running turn's oldest cleared exchanges whole (a call row's calls with their results), only
+as many as the budget needs, never the turn's prompt, the newest exchange or an exchange
+with a result not cleared; every call stays paired on every path."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from histtrim.carriers import tool_results_carrier
+from histtrim.counting import Pricing
+from histtrim.messages import ChatMessage, ToolCall
+from histtrim.pairing import validate_tool_pairing
+from histtrim.policy import Policy, ToolContext
+from histtrim.tool_context import edit_tool_context
+
+M = ChatMessage
+PRICES = Pricing(Policy())
+FIT = ToolContext(mode="clear", keep=3, trigger_tokens=10**9, clear_inputs=True)
+PLAIN = Policy(tool_context=FIT)
+DROP = Policy(tool_context=FIT.model_copy(update={"drop_cleared": True}))
+
+
+def one_turn(rounds: int = 12, tool: str = "bash") -> list[ChatMessage]:
+    """One prompt and `rounds` tool rounds; the odd rounds' call rows carry text."""
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(rounds):
+        rows += [M.assistant_tool_calls(f"say {n}" if n % 2 else None, [ToolCall(
+            id=f"c{n}", name=tool if n == 0 else "bash",
+            arguments=json.dumps({"cmd": "x" * 300}))]),
+                 M.tool_result(f"c{n}", f"{n} " + "o" * 2000)]
+    return rows
+
+
+def paired(rows: list[ChatMessage]) -> bool:
+    return not any(p.is_error for p in validate_tool_pairing(rows))
+
+
+def test_ctx_12_the_oldest_cleared_exchanges_go_until_the_request_fits() -> None:
+    rows = one_turn()
+    before = copy.deepcopy(rows)
+    plain = edit_tool_context(rows, PLAIN, budget_tokens=800)
+    assert plain.tokens is not None and plain.tokens > 800 and not plain.dropped
+    edit = edit_tool_context(rows, DROP, budget_tokens=800)
+    assert edit.tokens == PRICES.total(edit.messages) <= 800
+    assert paired(edit.messages) and rows == before  # the input as it was
+    # kept plus dropped is the original, each row once
+    assert sorted([*edit.source_rows, *edit.dropped]) == list(range(len(rows)))
+    assert edit.dropped_messages == len(edit.dropped) > 0
+    assert edit.messages[:2] == rows[:2]  # the system prompt and the turn's prompt
+    assert edit.messages[-2:] == rows[-2:]  # the newest exchange whole
+    # the oldest first: exchanges 0..k-1 went, a call row with text stays as a text row
+    k = edit.dropped_exchanges
+    texts = [2 + 2 * n for n in range(1, k, 2)]
+    assert k == 7 and sorted([*edit.dropped, *texts]) == list(range(2, 2 + 2 * k))
+    assert [m.content for m in edit.messages[2:2 + k // 2]] == [
+        f"say {n}" for n in range(1, k, 2)]
+    assert all(m.role == "assistant" and not m.content.startswith("{")
+               for m in edit.messages[2:2 + k // 2])
+    # only as many as the budget needs: the last one dropped left it over
+    last = 2 + 2 * (k - 1)
+    sent = dict(zip(plain.source_rows, plain.messages, strict=True))
+    freed = PRICES.total([sent[last], sent[last + 1]])
+    assert edit.tokens + freed > 800
+    # a budget the fit meets drops nothing; off by default
+    assert not edit_tool_context(rows, DROP, budget_tokens=1200).dropped
+    assert not ToolContext().drop_cleared
+
+
+def test_ctx_12_an_exchange_with_a_result_not_cleared_is_never_dropped() -> None:
+    rows = one_turn(tool="read")
+    policy = DROP.model_copy(update={"tool_context": DROP.tool_context.model_copy(
+        update={"exclude_tools": ("read",)})})
+    edit = edit_tool_context(rows, policy, budget_tokens=1300)
+    assert edit.dropped and paired(edit.messages)
+    assert edit.messages[2:4] == rows[2:4]  # the read's exchange, its result whole
+    assert 2 not in edit.dropped and 3 not in edit.dropped
+
+
+def test_ctx_12_only_the_running_turn_loses_exchanges() -> None:
+    older = one_turn(4)[1:]
+    rows = [M.system("sys"), *older, M.assistant("done"), *one_turn(12)[1:]]
+    edit = edit_tool_context(rows, DROP, budget_tokens=1000)
+    prompt = len(older) + 2
+    assert edit.dropped and min(edit.dropped) > prompt and paired(edit.messages)
+    assert prompt in edit.source_rows
+
+
+def carried(rows: list[ChatMessage]) -> bool:
+    """Each call row answered by the carrier right after it, every id once, and back."""
+    from histtrim.carriers import parse_tool_calls
+    from histtrim.tool_context import carrier_sections
+
+    for k, row in enumerate(rows):
+        calls = parse_tool_calls(row)
+        found = carrier_sections(row.content) if row.role == "user" else None
+        if calls is not None:
+            answer = carrier_sections(rows[k + 1].content) if k + 1 < len(rows) else None
+            if answer is None or [n for n, _ in answer[0]] != [c.id for c in calls.calls]:
+                return False
+        elif found is not None and parse_tool_calls(rows[k - 1]) is None:
+            return False
+    return True
+
+
+def test_ctx_12_a_carrier_goes_with_its_call_row_and_prompt_mode_calls_stay() -> None:
+    rows = [M.system("sys"), M.user("fix the bug")]
+    for n in range(8):
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"a{n}", name="bash"),
+                                               ToolCall(id=f"b{n}", name="bash")]),
+                 tool_results_carrier([(f"a{n}", "o" * 1000), (f"b{n}", "p" * 1000)])]
+    edit = edit_tool_context(rows, DROP, budget_tokens=700)
+    assert edit.dropped and carried(edit.messages)
+    assert all(2 <= i < len(rows) - 2 for i in edit.dropped)
+    assert len(edit.dropped) == 2 * edit.dropped_exchanges  # call row and carrier, together
+    # prompt mode: the calls are the reply's text, never rewritten, so never dropped
+    prompt = [M.system("sys"), M.user("fix the bug")]
+    for n in range(8):
+        prompt += [M.assistant(f'<tool_call>{{"name": "bash", "n": {n}}}</tool_call>'),
+                   tool_results_carrier([("bash", "o" * 2000)])]
+    mode = edit_tool_context(prompt, DROP, budget_tokens=700)
+    assert mode.cleared_results and not mode.dropped
+
+
+def anthropic_body(rounds: int = 12) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the bug"}]
+    for n in range(rounds):
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": f"say {n}"}] if n % 2 else []
+        messages += [
+            {"role": "assistant", "content": [*blocks, {
+                "type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"c": "x" * 300}}]},
+            {"role": "user", "content": [{
+                "type": "tool_result", "tool_use_id": f"t{n}", "content": "o" * 2000}]}]
+    return {"system": "sys", "messages": messages}
+
+
+def anthropic_paired(messages: list[dict[str, Any]]) -> bool:
+    """Each `tool_use` answered in the next message, each `tool_result` by the one before."""
+    def ids(message: dict[str, Any], kind: str, key: str) -> set[str]:
+        content = message["content"]
+        return {b[key] for b in content if b.get("type") == kind} if isinstance(
+            content, list) else set()
+    for k, message in enumerate(messages):
+        if message["role"] == "assistant":
+            after = messages[k + 1] if k + 1 < len(messages) else {"content": []}
+            if not ids(message, "tool_use", "id") <= ids(after, "tool_result", "tool_use_id"):
+                return False
+        elif ids(message, "tool_result", "tool_use_id") - (
+                ids(messages[k - 1], "tool_use", "id") if k else set()):
+            return False
+    return True
+
+
+def test_ctx_12_an_anthropic_body_stays_paired() -> None:
+    from histtrim.adapters.anthropic import trim_anthropic
+
+    body = anthropic_body()
+    before = copy.deepcopy(body)
+    out, _ = trim_anthropic(body, budget_tokens=800, policy=DROP, usage=False)
+    plain, _ = trim_anthropic(body, budget_tokens=800, policy=PLAIN, usage=False)
+    assert body == before and anthropic_paired(out["messages"])
+    assert len(out["messages"]) < len(plain["messages"]) == len(body["messages"])
+    assert out["messages"][-2:] == body["messages"][-2:]
+    assert {"role": "assistant", "content": "say 1"} in out["messages"]
+
+
+def test_ctx_12_through_the_cli_on_an_anthropic_body(tmp_path: Path) -> None:
+    from histtrim.cli import main
+
+    source = tmp_path / "body.json"
+    source.write_text(json.dumps(anthropic_body()))
+    preset = tmp_path / "drop.toml"
+    preset.write_text('[tool_context]\nmode = "clear"\nkeep = 3\ntrigger_tokens = 1000000\n'
+                      'clear_inputs = true\ndrop_cleared = true\n')
+    out = tmp_path / "sent.json"
+    assert main(["trim", str(source), "--budget", "800", "--policy", str(preset),
+                 "-o", str(out)]) == 0
+    sent = json.loads(out.read_text())["messages"]
+    assert anthropic_paired(sent) and len(sent) < len(anthropic_body()["messages"])
+
+
+def test_ctx_12_the_agents_sdk_filter_sends_paired_items() -> None:
+    pytest.importorskip("agents")
+    from histtrim.integrations.openai_agents import HisttrimInputFilter, from_units
+
+    items: list[Any] = [{"role": "user", "content": "fix it"}]
+    for n in range(12):
+        items += [{"type": "function_call", "call_id": f"c{n}", "name": "bash",
+                   "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": f"c{n}", "output": "o" * 2000}]
+    done = HisttrimInputFilter(budget_tokens=900, policy=DROP).trim(items, None)
+    assert done.tool_context is not None and done.tool_context.dropped
+    assert PRICES.total(done.rows) == done.tokens <= 900
+    sent = from_units(items, done.units)
+    calls = [i["call_id"] for i in sent if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in sent if i.get("type") == "function_call_output"]
+    assert calls == outputs and len(calls) < 12 and calls[-1] == "c11"
+
+
+def test_ctx_12_pydantic_ai_and_langchain_send_paired_requests() -> None:
+    pytest.importorskip("pydantic_ai")
+    pytest.importorskip("langchain.agents")
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from histtrim.adapters.langchain import from_langchain
+    from histtrim.integrations.langchain import HisttrimMiddleware
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, to_rows
+
+    history: list[Any] = [ModelRequest(parts=[UserPromptPart("fix it")])]
+    for n in range(12):
+        history += [ModelResponse(parts=[ToolCallPart("bash", {"n": n}, f"c{n}")]),
+                    ModelRequest(parts=[ToolReturnPart("bash", "o" * 2000, f"c{n}")])]
+    sent, done = HisttrimCapability(budget_tokens=900, policy=DROP).trim(history)
+    assert done.tool_context is not None and done.tool_context.dropped
+    assert paired(to_rows(sent)[1]) and len(sent) < len(history)
+    messages: list[Any] = [HumanMessage("fix it")]
+    for n in range(12):
+        messages += [AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": f"c{n}"}]),
+                     ToolMessage("o" * 2000, tool_call_id=f"c{n}")]
+    made = HisttrimMiddleware(budget_tokens=900, policy=DROP).trim(messages, request=True)
+    assert made.tool_context is not None and made.tool_context.dropped
+    assert paired(from_langchain(list(made.units))) and len(made.units) < len(messages)
