@@ -169,7 +169,9 @@ def test_ctx_12_an_anthropic_body_stays_paired() -> None:
     assert {"role": "assistant", "content": "say 1"} in out["messages"]
 
 
-def test_ctx_12_through_the_cli_on_an_anthropic_body(tmp_path: Path) -> None:
+def test_ctx_12_through_the_cli_on_an_anthropic_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from histtrim.cli import main
 
     source = tmp_path / "body.json"
@@ -180,6 +182,7 @@ def test_ctx_12_through_the_cli_on_an_anthropic_body(tmp_path: Path) -> None:
     out = tmp_path / "sent.json"
     assert main(["trim", str(source), "--budget", "800", "--policy", str(preset),
                  "-o", str(out)]) == 0
+    assert "11 results cleared, 8 exchanges dropped" in capsys.readouterr().err
     sent = json.loads(out.read_text())["messages"]
     assert anthropic_paired(sent) and len(sent) < len(anthropic_body()["messages"])
 
@@ -232,3 +235,50 @@ def test_ctx_12_pydantic_ai_and_langchain_send_paired_requests() -> None:
     made = HisttrimMiddleware(budget_tokens=900, policy=DROP).trim(messages, request=True)
     assert made.tool_context is not None and made.tool_context.dropped
     assert paired(from_langchain(list(made.units))) and len(made.units) < len(messages)
+
+
+def test_ctx_12_a_memo_edit_is_the_edit_made_anew() -> None:
+    """The Agent and the integrations resume each edit from the last (`ClearMemo`): with
+    drops, every request equals the one made from the rows alone, and each is paired."""
+    from histtrim.tool_context import ClearMemo
+
+    memo = ClearMemo()
+    rows = one_turn(20)
+    made = 0
+    for end in range(4, len(rows) + 1, 2):
+        resumed = edit_tool_context(rows[:end], DROP, budget_tokens=900, memo=memo)
+        fresh = edit_tool_context(rows[:end], DROP, budget_tokens=900)
+        assert (resumed.messages, resumed.source_rows, resumed.dropped, resumed.tokens) == (
+            fresh.messages, fresh.source_rows, fresh.dropped, fresh.tokens)
+        assert paired(resumed.messages)
+        made += bool(resumed.dropped)
+    assert made > 5
+
+
+def test_ctx_12_the_agent_sends_requests_within_the_budget() -> None:
+    """The `Agent`: one long tool loop whose cleared skeleton alone is over the budget; with
+    `drop_cleared` every request sent fits and is paired, and the stored history keeps
+    every row."""
+    from histtrim import Agent, ProviderProfile, RuntimeProfile, resolve_runtime
+    from histtrim.agent.providers import ProviderReply, ScriptedProvider
+
+    def run(policy: Policy) -> tuple[list[list[ChatMessage]], int]:
+        runtime = resolve_runtime(
+            RuntimeProfile(max_context_tokens=1200, max_tool_iterations=60),
+            ProviderProfile(model="m", context_window=1_000_000), None, policy=policy,
+        )
+        agent = Agent(ScriptedProvider(), runtime, system_prompt="sys",
+                      tools=[lambda: "y" * 2000], policy=policy)
+        calls = [ProviderReply(text=f"step {i}", tool_calls=(
+            ToolCall(id=f"k{i}", name="<lambda>", arguments='{"a":"' + "z" * 200 + '"}'),))
+            for i in range(40)]
+        agent.provider = ScriptedProvider([*calls, ProviderReply(text="done")])
+        agent.turn("fix it")
+        return [list(r.messages) for r in agent.provider.requests], len(agent.history)
+
+    plain, _ = run(PLAIN)
+    assert max(PRICES.total(r) for r in plain) > 1200  # the skeleton, without CTX-12
+    sent, stored = run(DROP)
+    assert len(sent) == 41 and max(PRICES.total(r) for r in sent) <= 1200
+    assert all(paired(r) for r in sent)
+    assert stored == 1 + 2 * 40 + 1  # the prompt, 40 rounds, the reply: every row
