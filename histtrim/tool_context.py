@@ -339,9 +339,10 @@ def _call_row_freed(pricing: Pricing, content: str) -> tuple[dict[str, int], int
     return freed, _freed(pricing, envelope.get("content"), "null")
 
 
+@lru_cache(maxsize=1 << 16)
 def _bare_carrier(content: str) -> bool:
     """A `[Tool results]` carrier of outputs alone (no attachments, no text after them): one
-    CTX-12 may leave out whole."""
+    CTX-12 may leave out whole. Cached: each request drops again."""
     found = carrier_sections(content)
     return found is not None and not found[1].strip() and not content.startswith(
         TOOL_RESULTS_PREFIX + "\n[")

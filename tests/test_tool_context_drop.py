@@ -118,6 +118,11 @@ def test_ctx_12_a_carrier_goes_with_its_call_row_and_prompt_mode_calls_stay() ->
     assert edit.dropped and carried(edit.messages)
     assert all(2 <= i < len(rows) - 2 for i in edit.dropped)
     assert len(edit.dropped) == 2 * edit.dropped_exchanges  # call row and carrier, together
+    # a carrier with text after its outputs (a user's words beside them) is never left out
+    noted = [*rows[:3], M.user(rows[3].content + "\nplease hurry"), *rows[4:]]
+    kept = edit_tool_context(noted, DROP, budget_tokens=700)
+    assert kept.dropped and 2 not in kept.dropped and 3 not in kept.dropped
+    assert "please hurry" in kept.messages[3].content
     # prompt mode: the calls are the reply's text, never rewritten, so never dropped
     prompt = [M.system("sys"), M.user("fix the bug")]
     for n in range(8):
@@ -282,3 +287,67 @@ def test_ctx_12_the_agent_sends_requests_within_the_budget() -> None:
     assert len(sent) == 41 and max(PRICES.total(r) for r in sent) <= 1200
     assert all(paired(r) for r in sent)
     assert stored == 1 + 2 * 40 + 1  # the prompt, 40 rounds, the reply: every row
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_ctx_12_random_histories_stay_paired_and_whole(seed: int) -> None:
+    """Turns of one or two calls a round, reused ids, texts, replies, tiny and large
+    outputs, at every request end and a few budgets: a paired input gives a paired request,
+    kept plus dropped is every row once, the newest exchange and every prompt stay, and the
+    tokens reported are the request's."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [M.system("sys")]
+    for n in range(60):
+        if rng.random() < 0.1:
+            rows.append(M.user(f"task {n}"))
+        ids = [f"c{rng.randrange(5)}{k}" for k in range(rng.choice([1, 1, 2]))]
+        rows.append(M.assistant_tool_calls(rng.choice([None, f"t{n}"]), [
+            ToolCall(id=i, name=rng.choice(["bash", "read"]), arguments='{"a":1}')
+            for i in ids]))
+        rows += [M.tool_result(i, "o" * rng.choice([0, 30, 900])) for i in ids]
+        if rng.random() < 0.15:
+            rows.append(M.assistant(f"done {n}"))
+    assert paired(rows)
+    prompts = {i for i, r in enumerate(rows) if r.role == "user"}
+    policy = Policy(tool_context=DROP.tool_context.model_copy(update={
+        "keep": rng.choice([0, 1, 3]), "min_chars": rng.choice([0, 10]),
+        "clear_text": rng.random() < 0.5}))
+    drops = 0
+    for end in range(2, len(rows) + 1, 3):
+        for budget in (300, 900):
+            edit = edit_tool_context(rows[:end], policy, budget_tokens=budget)
+            assert paired(edit.messages) or not paired(rows[:end])
+            assert sorted([*edit.source_rows, *edit.dropped]) == list(range(end))
+            assert not prompts.intersection(edit.dropped)
+            newest = max(i for i in range(end) if rows[i].role == "assistant") if any(
+                r.role == "assistant" for r in rows[:end]) else end
+            assert all(i < newest for i in edit.dropped)
+            assert edit.tokens in (None, PRICES.total(edit.messages))
+            drops += bool(edit.dropped)
+    assert drops
+
+
+def test_ctx_12_a_result_out_of_its_round_keeps_both_rounds() -> None:
+    """Hostile order: a call answered after the next call row, and a round holding the
+    result of an earlier row's call. Leaving either round out would strand a call or a
+    result, so neither goes; the well-formed rounds after them still do."""
+    big = "o" * 2000
+    rows = [M.system("sys"), M.user("go"),
+            M.assistant_tool_calls(None, [ToolCall(id="x", name="bash"),
+                                          ToolCall(id="y", name="bash")]),
+            M.tool_result("x", big),
+            M.assistant_tool_calls(None, [ToolCall(id="z", name="bash")]),
+            M.tool_result("z", big), M.tool_result("y", big)]
+    for n in range(10):
+        rows += [M.assistant_tool_calls(None, [ToolCall(id=f"c{n}", name="bash")]),
+                 M.tool_result(f"c{n}", big)]
+    edit = edit_tool_context(rows, DROP, budget_tokens=600)
+    assert edit.dropped and not {2, 3, 4, 5, 6}.intersection(edit.dropped)
+    from histtrim.carriers import parse_tool_calls, parse_tool_result
+
+    calls = {c.id for r in edit.messages if (p := parse_tool_calls(r)) for c in p.calls}
+    answers = {a.tool_call_id for r in edit.messages if (a := parse_tool_result(r))}
+    assert calls == answers == {"x", "y", "z", *(f"c{n}" for n in range(10))} - {
+        f"c{n}" for n in range(edit.dropped_exchanges)}
