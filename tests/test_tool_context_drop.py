@@ -351,3 +351,39 @@ def test_ctx_12_a_result_out_of_its_round_keeps_both_rounds() -> None:
     answers = {a.tool_call_id for r in edit.messages if (a := parse_tool_result(r))}
     assert calls == answers == {"x", "y", "z", *(f"c{n}" for n in range(10))} - {
         f"c{n}" for n in range(edit.dropped_exchanges)}
+
+
+def test_ctx_12_pydantic_ai_requests_resumed_with_drops_are_the_requests_made_anew() -> None:
+    """A conversation whose running turn is dropped from at nearly every call: each request
+    the capability sends (resumed from the last) is the one made from its units alone, and
+    paired."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    from histtrim.integrations.pydantic_ai import HisttrimCapability, from_units, to_rows
+
+    capability = HisttrimCapability(budget_tokens=600, policy=DROP)
+    history: list[Any] = []
+    drops = 0
+    for n in range(50):
+        if n % 40 == 0:
+            history.append(ModelRequest(parts=[UserPromptPart(f"task {n} " + "u" * 300)]))
+        text = [TextPart(f"t{n}")] if n % 3 == 0 else []
+        history.append(ModelResponse(parts=[*text, ToolCallPart("bash", {"n": n}, f"c{n}")]))
+        history.append(ModelRequest(parts=[ToolReturnPart("bash", "o" * 500, f"c{n}")]))
+        sent, done = capability.trim(history)
+
+        def crumbless(messages: list[Any]) -> list[Any]:  # its timestamp is the call's
+            return [m.metadata if getattr(m, "metadata", None) else m for m in messages]
+
+        assert crumbless(sent) == crumbless(from_units(history, done.units))
+        assert paired(to_rows(sent)[1])
+        drops += bool(done.tool_context is not None and done.tool_context.dropped)
+    assert drops > 25
