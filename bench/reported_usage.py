@@ -24,7 +24,8 @@ Issue 48's table (the hidden prefix calibrated, USAGE-8), on the recorded usage 
     .venv/bin/python bench/reported_usage.py prefix claude-code 40000   # one corpus/budget
 
 per corpus (Claude Code, mini-swe-agent), budget and method (`TABLE_METHODS`:
-`PREFIX_METHODS`, then the running turn fitted by `FIT_POLICY` and by `TEXT_POLICY`): requests
+`PREFIX_METHODS`, then the running turn fitted by `FIT_POLICY`, `TEXT_POLICY` and
+`DROP_POLICY`): requests
 over the budget, over it although the newest tool exchange alone would fit, the input cost
 with Anthropic's prompt cache relative to the estimate alone, and the needed context lost
 (`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
@@ -211,14 +212,27 @@ def fit_turn_text(sent: list[ChatMessage], crumb: bool, limit: int
     return fit_turn(sent, crumb, limit, TEXT_POLICY)
 
 
-TABLE_METHODS = (*PREFIX_METHODS, "fitted", "fitted_text")
-FITS = {"fitted": fit_turn, "fitted_text": fit_turn_text}
+DROP_POLICY = Policy(tool_context=TEXT_POLICY.tool_context.model_copy(
+    update={"drop_cleared": True}))
+"""`TEXT_POLICY`, and a request still over with every eligible result cleared drops the running
+turn's oldest cleared exchanges whole (`drop_cleared`, CTX-12)."""
+
+
+def fit_turn_drop(sent: list[ChatMessage], crumb: bool, limit: int
+                  ) -> tuple[list[ChatMessage], list[int]]:
+    """`fit_turn` with `DROP_POLICY`."""
+    return fit_turn(sent, crumb, limit, DROP_POLICY)
+
+
+TABLE_METHODS = (*PREFIX_METHODS, "fitted", "fitted_text", "fitted_drop")
+FITS = {"fitted": fit_turn, "fitted_text": fit_turn_text, "fitted_drop": fit_turn_drop}
 PREFIX_BUDGETS = {"claude-code": (40_000, 50_000, 60_000),
                   "mini-swe-agent": (16_000, 24_000, 32_000)}
 PREFIX_OUT = ROOT / "bench" / "results" / "reported_usage_prefix.csv"
 PREFIX_LABELS = {"estimate": "estimate", "reported": "reported (ref.)",
                  "calibrated": "calibrated prefix", "fitted": "calibrated + fitted turn",
-                 "fitted_text": "... + calls' text cleared"}
+                 "fitted_text": "... + calls' text cleared",
+                 "fitted_drop": "... + cleared exchanges dropped"}
 
 
 def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str, Any]],

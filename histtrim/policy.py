@@ -99,6 +99,11 @@ class ToolContext(BaseModel):
         default=False, description="clear: a cleared result's call row also loses the text "
         "the assistant wrote with its calls (CTX-11, beyond every framework we read)."
     )
+    drop_cleared: bool = Field(
+        default=False, description="clear: a request the fit (CTX-10) leaves over the budget "
+        "drops the running turn's oldest cleared exchanges whole, calls and results (CTX-12, "
+        "beyond every framework we read)."
+    )
     min_chars: _Count = Field(
         default=0, ge=0, description="clear: only results longer than this many characters."
     )

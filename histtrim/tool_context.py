@@ -1,4 +1,4 @@
-"""CTX-1..11: tool context retention, a request-time edit of the provider-facing rows.
+"""CTX-1..12: tool context retention, a request-time edit of the provider-facing rows.
 
 Two members of one family, chosen by `Policy.tool_context`: the reference runtime's collapse
 (`keep_tool_context_turns`: older turns keep their prompt, one `[Tool exchange: ...]` row and
@@ -66,6 +66,11 @@ class ToolContextEdit:
     """Clear with a `ClearMemo`: the rows the previous edit with it had read; of those, only
     the rows `touched` are sent otherwise than in its request."""
     touched: tuple[int, ...] = ()
+    dropped: tuple[int, ...] = ()
+    """Clear with `drop_cleared` (CTX-12): the input rows left out, in order (`source_rows`
+    and these are every input row, once)."""
+    dropped_exchanges: int = 0
+    """CTX-12: the running turn's cleared exchanges left out (`dropped_messages` rows)."""
 
     @property
     def changed(self) -> bool:
@@ -334,6 +339,15 @@ def _call_row_freed(pricing: Pricing, content: str) -> tuple[dict[str, int], int
     return freed, _freed(pricing, envelope.get("content"), "null")
 
 
+@lru_cache(maxsize=1 << 16)
+def _bare_carrier(content: str) -> bool:
+    """A `[Tool results]` carrier of outputs alone (no attachments, no text after them): one
+    CTX-12 may leave out whole. Cached: each request drops again."""
+    found = carrier_sections(content)
+    return found is not None and not found[1].strip() and not content.startswith(
+        TOOL_RESULTS_PREFIX + "\n[")
+
+
 def _compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -374,7 +388,9 @@ def clear_tool_results(
     (the running turn's too), in one batch down to the policy's low-water mark of the
     budget, and, only if it is still over, the newest `keep` too until it fits, never the
     newest exchange's; what `clear_inputs` and `clear_text` (CTX-11) free is counted.
-    Replayed like `hold`, so between two such clears each request extends the last.
+    Replayed like `hold`, so between two such clears each request extends the last. With
+    `drop_cleared` (CTX-12), a request still over it then leaves out the running turn's
+    oldest cleared exchanges whole, as few as it takes (`ToolContextEdit.dropped`).
     Linear in the rows; with a `memo`, in the rows added since the last edit.
 
     CACHE-2, `cold`: the requests (ends of these rows) made with the prompt cache cold. At
@@ -722,6 +738,17 @@ class _Scan:
         if not done:
             return ToolContextEdit.identity(rows)
         tokens = self.full[n] - self.exact[done] + sum(self.inputs_gain.values())
+        if self.settings.drop_cleared and self.budget and tokens > self.budget:
+            dropped = self._drop(rows, done, tokens - self.budget)
+            if dropped is not None:
+                messages, source, gone, exchanges, freed = dropped
+                return ToolContextEdit(
+                    messages, source, dropped_messages=len(gone), cleared_results=done,
+                    cleared_inputs=sum(map(len, self.by_call.values()))
+                    if self.settings.clear_inputs else 0,
+                    cleared=tuple(self.cand_rows[:done]), tokens=tokens - freed,
+                    dropped=gone, dropped_exchanges=exchanges,
+                )
         return ToolContextEdit(
             list(out), list(range(n)), cleared_results=done,
             cleared_inputs=sum(map(len, self.by_call.values()))
@@ -729,6 +756,59 @@ class _Scan:
             cleared=tuple(self.cand_rows[:done]), tokens=tokens, resumed=resumed,
             touched=tuple(sorted(touched)),
         )
+
+    def _drop(
+        self, rows: Sequence[ChatMessage], done: int, over: int
+    ) -> tuple[list[ChatMessage], list[int], tuple[int, ...], int, int] | None:
+        """CTX-12: the request with the running turn's oldest cleared exchanges left out
+        until `over` tokens are freed (fewer when too few can go), or None when none can:
+        an exchange is a call row and the result rows up to the next assistant row, each of
+        them cleared, answering only that row's calls and all of them; never the newest
+        exchange (from the newest assistant row on). The call row keeps its text as a text
+        row, or goes too. Returns (rows, source rows, rows left out, exchanges, freed)."""
+        replies, out, pricing = self.replies, self.out, self.pricing
+        turn = self.bounds[-1] if self.bounds else self.start
+        cleared = dict(zip(self.cand_rows[:done], range(done), strict=True))
+        gone: list[int] = []
+        texts: dict[int, ChatMessage] = {}
+        freed = exchanges = 0
+        for k in range(bisect_left(replies, turn), len(replies) - 1):
+            if freed >= over:
+                break
+            at, end = replies[k], replies[k + 1]
+            ids = {call_id for call_id, _ in _calls(rows[at].content)}
+            if not ids or end == at + 1:
+                continue
+            answered: set[str] = set()
+            cost = 0
+            for r in range(at + 1, end):
+                j = cleared.get(r)
+                result = None if j is None else self.candidates[j]
+                if result is None or not result.calls or any(
+                        row != at for _, row in result.calls) or (
+                        result.call_id is None and not _bare_carrier(rows[r].content)):
+                    break
+                answered.update(call_id for call_id, _ in result.calls)
+                cost += _text_cost(pricing, out[r].role, out[r].content)
+            else:
+                if ids <= answered:
+                    envelope = json_object(out[at].content) or {}
+                    text = envelope.get("content")
+                    call_row = self.costs[at] + self.inputs_gain.get(at, 0)
+                    if isinstance(text, str) and text.strip():
+                        texts[at] = ChatMessage(role="assistant", content=text)
+                        call_row -= _text_cost(pricing, "assistant", text)
+                    else:
+                        gone.append(at)
+                    gone.extend(range(at + 1, end))
+                    freed += cost + call_row
+                    exchanges += 1
+        if not exchanges:
+            return None
+        left = set(gone)
+        source = [i for i in range(self.n) if i not in left]
+        return ([texts.get(i, out[i]) for i in source], source, tuple(sorted(gone)),
+                exchanges, freed)
 
     def _inputs(
         self, rows: Sequence[ChatMessage], before: int, done: int, touched: set[int]

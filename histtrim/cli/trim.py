@@ -409,14 +409,16 @@ def _sent(outcome: _Outcome, edit: ToolContextEdit, limits: _Limits) -> None:
     if outcome.events:
         last = outcome.events[-1].model_copy(update={"tokens_after": outcome.tokens})
         outcome.events = [*outcome.events[:-1], last]
-    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results)
+    outcome.tool_note = _tool_note(edit.collapsed_turns, edit.cleared_results,
+                                   edit.dropped_exchanges)
 
 
-def _tool_note(collapsed: int, cleared: int) -> str:
-    """What the tool context edit did, for the summary line."""
+def _tool_note(collapsed: int, cleared: int, dropped: int = 0) -> str:
+    """What the tool context edit did, for the summary line (CTX-12: the exchanges left out)."""
     if collapsed:
         return f"; tool context: {_count(collapsed, 'turn')} collapsed"
-    return f"; tool context: {_count(cleared, 'result')} cleared"
+    gone = f", {_count(dropped, 'exchange')} dropped" if dropped else ""
+    return f"; tool context: {_count(cleared, 'result')} cleared{gone}"
 
 
 _WARNINGS_SHOWN = 5

@@ -90,7 +90,7 @@ FUNCTION_RULES: dict[str, tuple[str, ...]] = {
     "legacy_run": _ids("SEEN-4 LIMIT-1..2"),
     "held_cut": _ids("RUN-1 LIMIT-1..2 SEEN-1 CACHE-1..3"),
     "collapse_tool_context": _ids("CTX-1..5"),
-    "clear_tool_results": _ids("CTX-6..8 CTX-10..11"),
+    "clear_tool_results": _ids("CTX-6..8 CTX-10..12"),
     "tool_context_requests": _ids("CTX-9 CTX-1 CTX-6 CTX-10 CACHE-1..2"),
     "trim_to_reported_budget": _ids("USAGE-1..4 KEEP-1 TURN-4..6 PAIR-1"),
     "trim_to_reported_budget_with_crumb": _ids("USAGE-6 USAGE-1..4 SEEN-1..2"),

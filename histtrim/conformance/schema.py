@@ -357,7 +357,8 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
         {"tool_context": _field(OBJECT, "The clearing settings: keep, keep_unit (\"results\" "
                                 "or \"turns\"), trigger_tokens, hold, clear_to (a ratio as "
                                 "text), clear_at_least, exclude_tools, clear_inputs, "
-                                "clear_text, min_chars, placeholder, preview_chars; mode "
+                                "clear_text, drop_cleared, min_chars, placeholder, "
+                                "preview_chars; mode "
                                 "\"clear\"."),
          "crumb_present": CRUMB_PRESENT,
          "budget_tokens": _field(INT, "The budget the whole-turn trim applied; a request "

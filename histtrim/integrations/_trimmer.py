@@ -1089,14 +1089,15 @@ class Trimmer:
                 if row is not done.rows[src]:
                     self._write(done, row, len(units) - 1, units, priced, rewrite, src)
         tokens = self.pricing.total(edit.messages) if edit.tokens is None else edit.tokens
-        if edit.tokens is not None and memo is not None:
+        if edit.tokens is not None and memo is not None and not edit.dropped:
             self._cleared = (units, priced)
         events = done.events
         if events and events[-1].counter != PROVIDER_UNITS:
             events = (*events[:-1], events[-1].model_copy(update={"tokens_after": tokens}))
         return replace(done, units=units, rows=edit.messages, priced=priced, tokens=tokens,
                        positions=(), tool_context=edit, events=events,
-                       paired=done.positions if edit.tokens is not None else ())
+                       paired=done.positions
+                       if edit.tokens is not None and not edit.dropped else ())
 
     def _write(
         self, done: Trimmed[U], row: ChatMessage, at: int, units: list[U],

@@ -327,6 +327,10 @@ def tool_context_cases(s: ModuleType) -> Iterator[Case]:
         yield Case(f"generated:fit-text#{n}", ("CTX-10", "CTX-11"), "clear_tool_results",
                    rows_json(rows), {"tool_context": worded, "crumb_present": g.crumb,
                                      "budget_tokens": total // 2, "token_trim_target": "1"})
+        dropping = {**worded, "drop_cleared": True}  # CTX-12, fitted (CTX-10)
+        yield Case(f"generated:fit-drop#{n}", ("CTX-10", "CTX-12"), "clear_tool_results",
+                   rows_json(rows), {"tool_context": dropping, "crumb_present": g.crumb,
+                                     "budget_tokens": total // 4, "token_trim_target": "1"})
         if not g.crumb:
             for chosen in (
                 {},  # the default: the edit off, every request the history's own rows
