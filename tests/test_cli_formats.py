@@ -294,6 +294,48 @@ def test_pair_1_an_anthropic_body_pairs_tool_use_with_the_next_messages_results(
     ]
 
 
+@pytest.mark.parametrize("layout", ["whole", "lines"])
+def test_pair_1_an_anthropic_body_edited_by_a_clear_is_checked_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str
+) -> None:
+    """After a clear (CTX-10) edits an Anthropic body, the pairing warnings are those of the
+    body written, read as the input was: a paired body gets none (every call was reported
+    unanswered, its results in the next message not being `tool` rows), and a broken one
+    keeps its problems, at their rows in the output."""
+    calls = {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "ls", "input": {}},
+        {"type": "tool_use", "id": "t2", "name": "ls", "input": {}}]}
+    results = {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "a" * 4000},
+        {"type": "tool_result", "tool_use_id": "t2", "content": "b" * 4000}]}
+    good = [{"role": "user", "content": "hi"}, calls, results, calls, results,
+            {"role": "assistant", "content": "done"}]
+    broken = [*good, calls, {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "zz", "content": "c"}]},
+              {"role": "assistant", "content": "done"}]
+    policy = tmp_path / "clear.toml"
+    policy.write_text('[tool_context]\nmode = "clear"\nkeep = 1\ntrigger_tokens = 100000\n')
+    warnings = {}
+    for name, messages in (("good", good), ("broken", broken)):
+        text = (json.dumps({"system": "s", "messages": messages}, indent=2) if layout == "whole"
+                else "\n".join(json.dumps(m) for m in messages) + "\n")
+        (tmp_path / f"{name}.json").write_text(text, encoding="utf-8")
+        code, _, err = run(capsys, "trim", tmp_path / f"{name}.json", "--budget", 2000,
+                           "--policy", policy, "-o", tmp_path / f"{name}-out.json")
+        assert code == 0 and "results cleared" in err, err
+        warnings[name] = [line for line in err.splitlines() if "warning" in line]
+    assert warnings["good"] == []
+    row = 7 if layout == "whole" else 6  # the body's system is row 0
+    assert warnings["broken"] == [
+        f"histtrim: warning: row {row}: a call no tool row right after it answers "
+        "(tool_call_id='t1')",
+        f"histtrim: warning: row {row}: a call no tool row right after it answers "
+        "(tool_call_id='t2')",
+        f"histtrim: warning: row {row + 1}: a result not right after the assistant row that "
+        "issued its id (tool_call_id='zz')",
+    ]
+
+
 def test_issue_32_an_array_with_a_huge_exponent_stays_on_the_fast_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -41,7 +41,7 @@ from histtrim.cli.errors import EXIT_OK, InputError
 from histtrim.cli.explain import load_route
 from histtrim.cli.jsontext import display_name, read_bytes
 from histtrim.cli.output import emit, say
-from histtrim.cli.rowfiles import fast_rows, file_crumb_error, sniff
+from histtrim.cli.rowfiles import fast_rows, file_crumb_error, read_rows, sniff
 from histtrim.cli.sessions import Session, index_session, read_session, render
 from histtrim.cli.tokenizer import token_counter
 from histtrim.counting import ESTIMATE, Pricing
@@ -357,7 +357,10 @@ def _trim_file(source: str, hf: HistoryFile, limits: _Limits, crumb: bool) -> tu
     )
     if policy.tool_context.mode != "off":
         edited = _edit_file(hf, result, outcome, limits)
-        if edited is not None:
+        if edited is not None:  # its pairing read as the file's was: Anthropic results too
+            written = read_rows(source, edited, hf.format)
+            assert written is not None  # the reader that read the file reads what it wrote
+            outcome.warnings = _file_warnings(written, 0, 0)
             return outcome, iter((edited,))
     outcome.warnings = file_pairing_warnings(hf, result)
     return outcome, write_history_chunks(hf, result)
@@ -437,9 +440,14 @@ def file_pairing_warnings(hf: HistoryFile, trim: FileTrim) -> list[str]:
     breadcrumb slot, never an error) and rows `cut..`, which start at a user row, so the
     errors written are the input's from `cut` on, shifted to their place in the output. Only
     the rows of the errors shown are read again, for their call ids."""
-    errors = hf.pairing
     cut = trim.cut if trim.trimmed else trim.body_start
     shift = trim.body_start + (trim.trimmed and trim.crumb_inserted) - cut
+    return _file_warnings(hf, cut, shift)
+
+
+def _file_warnings(hf: HistoryFile, cut: int, shift: int) -> list[str]:
+    """The pairing warnings of a file's rows from `cut` on, each at its row plus `shift`."""
+    errors = hf.pairing
     shown = []
     for k in errors.first(_WARNINGS_SHOWN, cut):
         position, call = errors.positions[k], errors.calls[k]
