@@ -15,6 +15,7 @@ The site's API reference reads the same layers from the tree (`spec_modules`).""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import subprocess
@@ -45,11 +46,17 @@ def _modules(top: str) -> dict[str, tuple[Path, bool]]:
 MODULES = {**_modules("histtrim"), **_modules("livingspec")}
 
 
+@functools.cache
+def _tree(source: str) -> ast.Module:
+    """`source` parsed once per run (several checks walk the same files)."""
+    return ast.parse(source)
+
+
 def _imports(source: str, name: str, package: bool) -> list[tuple[str, str | None]]:
     """(module, imported name or None) for every import in `source`, lazy ones included."""
     here = name.split(".") if package else name.split(".")[:-1]
     found: list[tuple[str, str | None]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_tree(source)):
         if isinstance(node, ast.ImportFrom):
             base = here[: len(here) - node.level + 1] if node.level else []
             target = ".".join([*base, *([node.module] if node.module else [])])
@@ -59,8 +66,10 @@ def _imports(source: str, name: str, package: bool) -> list[tuple[str, str | Non
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the histtrim/livingspec modules it imports anywhere in its source."""
+    """Module -> the histtrim/livingspec modules it imports anywhere in its source (read once
+    per run: the tree does not change while the tests run)."""
     graph: dict[str, set[str]] = {}
     for name, (path, package) in MODULES.items():
         deps = set()
@@ -81,7 +90,8 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def _defines(path: Path) -> set[str]:
+@functools.cache
+def _defines(path: Path) -> frozenset[str]:
     names: set[str] = set()
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -91,7 +101,7 @@ def _defines(path: Path) -> set[str]:
                          if isinstance(n, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-    return names
+    return frozenset(names)
 
 
 def test_the_graph_sees_real_imports() -> None:
@@ -131,6 +141,7 @@ def test_no_import_cycles() -> None:
     assert cyclic == []
 
 
+@functools.cache
 def _sources() -> list[tuple[str, str]]:
     """(where, Python source) of every module, test, tool, benchmark and notebook cell (IPython
     magics and shell lines blanked)."""
@@ -197,7 +208,7 @@ def test_a_module_is_read_for_what_it_defines() -> None:
     wrong = []
     for where, source in _sources():
         name = where.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
-        tree = ast.parse(source)
+        tree = _tree(source)
         aliases = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and not node.level:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from histtrim.adapters.anthropic import from_anthropic
 from histtrim.adapters.openai import from_openai
@@ -183,9 +183,17 @@ def recorded_sessions(real: Path) -> list[RecordedSession]:
     return [_timed(s, times) for s in found]
 
 
-def split(sessions: Sequence[RecordedSession]) -> tuple[list[RecordedSession],
-                                                        list[RecordedSession]]:
-    """(tuned, held out): every third session by sorted name is held out."""
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+Named = TypeVar("Named", bound=_Named)
+
+
+def split(sessions: Sequence[Named]) -> tuple[list[Named], list[Named]]:
+    """(tuned, held out): every third session by sorted name is held out (recorded sessions
+    here; chapter 14's Review 7 replays the held-out third of each real corpus)."""
     ordered = sorted(sessions, key=lambda s: s.name)
     return ([s for i, s in enumerate(ordered) if i % 3 != 2],
             [s for i, s in enumerate(ordered) if i % 3 == 2])

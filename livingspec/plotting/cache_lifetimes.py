@@ -7,13 +7,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from pathlib import Path
 
+from histtrim.cli.review import load_sessions
 from histtrim.policy import ColdCache, Policy
-from histtrim.review.cache import CacheModel
+from histtrim.review.cache import ANTHROPIC, GEMINI, CacheModel
 from histtrim.review.compare import cache_totals
 from histtrim.review.loss import NO_LOSS
 from histtrim.review.replay import ReplaySettings, SessionReplay, replay_session
-from histtrim.review.sessions import ReviewSession
+from histtrim.review.sessions import ReviewSession, recorded_times, with_recorded_times
+from livingspec.calibration.recorded import split
 from livingspec.plotting import can_draw
 from livingspec.plotting.tool_context import CostLoss, LossRow, _figure, field_policies, route
 
@@ -68,6 +71,31 @@ class LifetimeRow:
     lost: float
     trims: int
     cold_cuts: int
+
+
+def real_groups(real: Path) -> dict[str, Group]:
+    """Every session of the four real corpora (`examples/real`) on chapter 16's routes:
+    Claude Code and mini-swe-agent at their recorded call times (call-times.json), the
+    airline and SWE-agent runs, which record none, on a scripted clock (5 s between calls)."""
+    times = recorded_times(real / "call-times.json")
+    timed_cc, timed_mini = (
+        with_recorded_times(load_sessions([str(real / folder)]), times)
+        for folder in ("claude-code", "mini-swe-agent"))
+    return {
+        "Claude Code (64k)": Group(timed_cc, 64_000, ANTHROPIC),
+        "mini-swe-agent (64k)": Group(timed_mini, 64_000, GEMINI),
+        "tau-bench airline (4k)": Group(load_sessions([str(real / "tau-bench-airline")]),
+                                        4_000, ANTHROPIC, recorded_times=False),
+        "SWE-agent (16k)": Group(load_sessions([str(real / "swe-agent")]), 16_000, ANTHROPIC,
+                                 recorded_times=False),
+    }
+
+
+def held_out(groups: Mapping[str, Group]) -> dict[str, Group]:
+    """Each group's held-out third (every third session by sorted name, the calibration's
+    `split`): what chapter 14 replays; bench/cache_lifetimes.py replays every session."""
+    return {name: replace(group, sessions=split(group.sessions)[1])
+            for name, group in groups.items()}
 
 
 def settings(group: Group) -> ReplaySettings:

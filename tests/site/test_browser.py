@@ -137,15 +137,6 @@ def test_chapter_with_figures(browser: object, base_url: str) -> None:
     assert next_link.count() == 1 and "03" in next_link.inner_text()
 
 
-def test_every_chapter_loads_clean(browser: object, base_url: str) -> None:
-    for notebook in NOTEBOOKS:
-        # no screenshot: the layout check shoots every page at the readers' 1280 px
-        page, errors = _open(browser, f"{base_url}/{notebook.stem}.html", None)
-        assert not errors, (notebook.name, errors)
-        assert not _broken_images(page), notebook.name
-        page.close()  # type: ignore[attr-defined]
-
-
 def test_search_finds_a_rule(browser: object, base_url: str) -> None:
     page, errors = _open(browser, f"{base_url}/search.html?q=breadcrumb", "search.png")
     page.wait_for_selector("#search-results ul.search li", timeout=15_000)  # type: ignore[attr-defined]
@@ -153,25 +144,6 @@ def test_search_finds_a_rule(browser: object, base_url: str) -> None:
     assert results.count() >= 3
     page.screenshot(path=str(SHOTS / "search.png"), full_page=True)  # type: ignore[attr-defined]
     assert not errors
-
-
-def test_visible_code_fits_a_1280px_window(browser: object, base_url: str) -> None:
-    """No visible code cell scrolls sideways at a 1280px-wide window: the 84 columns that
-    tests/test_notebook_style.py allows fit the code column (hide-input cells may scroll)."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
-    scrolling = []
-    for notebook in NOTEBOOKS:
-        page.goto(f"{base_url}/{notebook.stem}.html", wait_until="networkidle")
-        widths = page.evaluate(
-            "() => Array.from(document.querySelectorAll("
-            "'div.cell:not(.tag_hide-input) div.cell_input pre'))"
-            ".map(e => [e.scrollWidth, e.clientWidth])"
-        )
-        assert widths, notebook.name
-        scrolling += [f"{notebook.stem} code cell {n}" for n, (scroll, client)
-                      in enumerate(widths) if scroll > client]
-    page.close()
-    assert not scrolling, scrolling
 
 
 # What a reader sees at a 1280px-wide window, page by page (one pass, one JSON per page).
@@ -212,7 +184,11 @@ _LAYOUT = """() => {
     if (n.textContent.includes("`") && !inCode)
       backticks.push(n.parentElement.textContent.trim().slice(0, 60));
   }
-  return {wider, overflowing, wrapping, outside, figures, backticks};
+  const broken = [...document.images]
+    .filter((i) => !i.complete || i.naturalWidth === 0).map((i) => i.src);
+  const code = [...document.querySelectorAll("div.cell:not(.tag_hide-input) div.cell_input pre")]
+    .map((e) => [e.scrollWidth, e.clientWidth]);
+  return {wider, overflowing, wrapping, outside, figures, backticks, broken, code};
 }"""
 
 
@@ -226,17 +202,50 @@ def _site_pages(site: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def layouts(browser: object, base_url: str, site: Path) -> dict[str, dict[str, list[object]]]:
-    """Every page at 1280 x 900, its layout facts, and a full-page screenshot of each."""
+    """Every page at 1280 x 900 after every resource settled: its layout facts, its broken
+    images, its visible code boxes, its console errors and failed requests (`errors`), and a
+    full-page screenshot of each. One visit a page serves every check below (each used to
+    load every chapter again)."""
     page = browser.new_page(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    errors: list[str] = []  # the page being visited: every resource settled before the next
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("requestfailed", lambda r: errors.append(f"failed request {r.url}"))
+    page.on("response", lambda r: errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400
+            else None)
     found = {}
     SHOTS.mkdir(parents=True, exist_ok=True)
     for name in _site_pages(site):
+        errors.clear()
         page.goto(f"{base_url}/{name}", wait_until="networkidle")
         found[name] = page.evaluate(_LAYOUT)
         page.screenshot(path=str(SHOTS / f"1280-{name.replace('/', '-')[:-5]}.png"),
                         full_page=True)
+        found[name]["errors"] = list(errors)
     page.close()
     return found
+
+
+def test_every_page_loads_clean(layouts: dict) -> None:  # type: ignore[type-arg]
+    """No console error, failed request or HTTP error, and every image loaded, on every page
+    (every chapter included)."""
+    assert {f"{n.stem}.html" for n in NOTEBOOKS} <= set(layouts)
+    unclean = {page: found["errors"] for page, found in layouts.items() if found["errors"]}
+    assert not unclean
+    broken = {page: found["broken"] for page, found in layouts.items() if found["broken"]}
+    assert not broken
+
+
+def test_visible_code_fits_a_1280px_window(layouts: dict) -> None:  # type: ignore[type-arg]
+    """No visible code cell scrolls sideways at a 1280px-wide window: the 84 columns that
+    tests/test_notebook_style.py allows fit the code column (hide-input cells may scroll)."""
+    scrolling = []
+    for notebook in NOTEBOOKS:
+        widths = layouts[f"{notebook.stem}.html"]["code"]
+        assert widths, notebook.name
+        scrolling += [f"{notebook.stem} code cell {n}" for n, (scroll, client)
+                      in enumerate(widths) if scroll > client]
+    assert not scrolling, scrolling
 
 
 def test_nothing_in_an_article_is_wider_than_the_article(layouts: dict) -> None:  # type: ignore[type-arg]
