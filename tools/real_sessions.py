@@ -665,10 +665,10 @@ How a transcript becomes a session (`tools/real_sessions.py`, never edited by ha
   (the summary is the new part's first user message).
 - Assistant rows are grouped by message id into one assistant message (text, tool-use and
   image blocks in order, rows the client wrote after a result of the same response included,
-  their results one user message after it; thinking blocks are left out: histtrim's rows carry no reasoning,
-  and where a model keeps earlier thinking in its context the recorded input counts tokens
-  the file does not hold); the client's own assistant rows (model `<synthetic>`, e.g. API
-  errors) are dropped.
+  their results one user message after it; thinking blocks are left out: histtrim's rows
+  carry no reasoning, and where a model keeps earlier thinking in its context the recorded
+  input counts tokens the file does not hold); the client's own assistant rows (model
+  `<synthetic>`, e.g. API errors) are dropped.
 - Consecutive tool-result rows are one user message of `tool_result` blocks.
 - **Recorded usage**: each assistant message carries `usage`, the provider's counts for the
   call that produced it, as the client recorded them (the message's last row):
