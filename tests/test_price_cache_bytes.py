@@ -7,6 +7,7 @@ age out with the calls after it."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -50,20 +51,13 @@ def test_a_call_larger_than_the_budget_keeps_its_own_rows() -> None:
     assert cache.bytes <= 100_000
 
 
-def test_cancelled_pydantic_ai_runs_leave_at_most_the_budget() -> None:
-    """Round three's test made heavy: runs of a distinct 200 KB prompt, each cancelled while
-    its request is in flight, leave at most the byte budget's worth of prompts in the
-    capability's cache (each run's prompt stayed before, 20 runs: 4.0 MB)."""
-    pytest.importorskip("pydantic_ai")
+async def _cancelled_runs(capability: Any, runs: range, size: int) -> None:
+    """A pydantic-ai agent run per `runs` with a distinct prompt of `size` characters, each
+    cancelled while its request is in flight (the model never answers)."""
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-    from histtrim.integrations.pydantic_ai import HisttrimCapability
-
-    capability = HisttrimCapability(budget_tokens=0)
-    cache = capability.trimmer.cache
-    cache.budget = 1 << 20
     started = asyncio.Event()
 
     async def hang(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -72,17 +66,26 @@ def test_cancelled_pydantic_ai_runs_leave_at_most_the_budget() -> None:
         raise AssertionError("never answered")
 
     agent = Agent(FunctionModel(hang), capabilities=[capability])
+    for k in runs:
+        started.clear()
+        task = asyncio.create_task(agent.run(f"{k} " + "p" * size))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    async def go() -> None:
-        for k in range(12):
-            started.clear()
-            task = asyncio.create_task(agent.run(f"{k} " + "p" * 200_000))
-            await started.wait()
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
 
-    asyncio.run(go())
+def test_cancelled_pydantic_ai_runs_leave_at_most_the_budget() -> None:
+    """Round three's test made heavy: runs of a distinct 200 KB prompt, each cancelled while
+    its request is in flight, leave at most the byte budget's worth of prompts in the
+    capability's cache (each run's prompt stayed before, 20 runs: 4.0 MB)."""
+    pytest.importorskip("pydantic_ai")
+    from histtrim.integrations.pydantic_ai import HisttrimCapability
+
+    capability = HisttrimCapability(budget_tokens=0)
+    cache = capability.trimmer.cache
+    cache.budget = 1 << 20
+    asyncio.run(_cancelled_runs(capability, range(12), 200_000))
     held = {id(a) for entries in (cache._groups, cache._old_groups, cache._ids, cache._old_ids)
             for anchors, _ in entries.values() for a in anchors
             if len(getattr(a, "content", "")) > 200_000}
@@ -99,41 +102,20 @@ def test_cancelled_runs_leave_one_history_not_four() -> None:
     import gc
     import tracemalloc
 
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage, ModelResponse
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-
     from histtrim.integrations.pydantic_ai import HisttrimCapability
 
     big = 1_000_000
     capability = HisttrimCapability(budget_tokens=0)
     capability.trimmer.cache.budget = 1 << 18
     capability.trimmer.prefixes.budget = 1 << 18
-    started = asyncio.Event()
-
-    async def hang(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        started.set()
-        await asyncio.Event().wait()
-        raise AssertionError("never answered")
-
-    agent = Agent(FunctionModel(hang), capabilities=[capability])
-
-    async def go(runs: range) -> None:
-        for k in runs:
-            started.clear()
-            task = asyncio.create_task(agent.run(f"{k} " + "p" * big))
-            await started.wait()
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
 
     async def retained() -> int:
-        await go(range(1))
+        await _cancelled_runs(capability, range(1), big)
         gc.collect()
         tracemalloc.start()
         try:
             before = tracemalloc.get_traced_memory()[0]
-            await go(range(1, 7))
+            await _cancelled_runs(capability, range(1, 7), big)
             gc.collect()
             return tracemalloc.get_traced_memory()[0] - before
         finally:
