@@ -65,22 +65,21 @@ def session_paths(inputs: Sequence[str]) -> list[str]:
                 say(f"histtrim: skipped {_files(len(outputs))} Claude Code keeps beside its "
                     f"transcripts in {given} (tool-results/, subagents/*.meta.json): not "
                     "sessions", err=True)
-            cached = [p for p in files if _event_cache(p)]
+            cached = sum(map(_event_cache, files))
             if cached:
-                say(f"histtrim: skipped {_files(len(cached))} OpenHands keeps as a cache of "
+                say(f"histtrim: skipped {_files(cached)} OpenHands keeps as a cache of "
                     f"its events in {given} (event_cache/): not sessions", err=True)
-            kept = [p for p in files if not _tool_output(p) and p not in cached]
+            kept = [p for p in files if not (_tool_output(p) or _event_cache(p))]
             events = {p.parent for p in kept if _event_file(p)}
-            kept = [p for p in kept if p.parent not in events or not _event_file(p)]
-            others = _beside_agent_sessions(kept, sessions=bool(events))
+            kept = [p for p in kept if not _event_file(p)]
+            kept, others = _beside_agent_sessions(kept, sessions=bool(events))
             if others:
                 names = ", ".join(str(p.relative_to(path)) for p in others[:3])
                 names += ", ..." if others[3:] else ""
                 say(f"histtrim: skipped {_files(len(others))} in {given} that no agent's "
                     f"reader takes for a session ({names}): the folder holds an agent's "
                     "sessions; name a plain history file to review it", err=True)
-            matches = sorted([str(p) for p in kept if p not in others]
-                             + [str(folder) for folder in events])
+            matches = sorted([str(p) for p in kept] + [str(folder) for folder in events])
         else:
             named = [given] if path.exists() else sorted(glob.glob(given, recursive=True))
             matches = [m for m in named if Path(m).suffix in SESSION_SUFFIXES]
@@ -128,15 +127,19 @@ def _files(count: int) -> str:
     return "1 file" if count == 1 else f"{count} files"
 
 
-def _beside_agent_sessions(files: Sequence[Path], *, sessions: bool) -> list[Path]:
-    """The files of a folder that holds an agent's own sessions (`sessions`: found by other
-    means) which no reader takes for one: what the agent keeps beside them (Codex's and
-    Claude Code's prompt history, settings, credentials, todo lists, OpenHands' conversation
-    metadata), not conversations. Each file's first `SNIFF_BYTES` decide."""
-    heads = {path: _head(path) for path in files}
-    if not sessions and not any(detect(head) is not None for head in heads.values()):
-        return []
-    return sorted(path for path, head in heads.items() if detect(head) is None)
+def _beside_agent_sessions(
+    files: Sequence[Path], *, sessions: bool
+) -> tuple[list[Path], list[Path]]:
+    """The files of a folder kept for review, and, when it holds an agent's own sessions
+    (`sessions`: found by other means), the ones no reader takes for one, sorted: what the
+    agent keeps beside them (Codex's and Claude Code's prompt history, settings,
+    credentials, todo lists, OpenHands' conversation metadata), not conversations. Each
+    file's first `SNIFF_BYTES` decide, one file at a time."""
+    agent = [detect(_head(path)) is not None for path in files]
+    if not sessions and not any(agent):
+        return list(files), []
+    return ([p for p, known in zip(files, agent, strict=True) if known],
+            sorted(p for p, known in zip(files, agent, strict=True) if not known))
 
 
 def _head(path: Path) -> bytes:
