@@ -738,21 +738,18 @@ class _Scan:
         if not done:
             return ToolContextEdit.identity(rows)
         tokens = self.full[n] - self.exact[done] + sum(self.inputs_gain.values())
+        inputs = sum(map(len, self.by_call.values())) if self.settings.clear_inputs else 0
         if self.settings.drop_cleared and self.budget and tokens > self.budget:
             dropped = self._drop(rows, done, tokens - self.budget)
             if dropped is not None:
                 messages, source, gone, exchanges, freed = dropped
                 return ToolContextEdit(
                     messages, source, dropped_messages=len(gone), cleared_results=done,
-                    cleared_inputs=sum(map(len, self.by_call.values()))
-                    if self.settings.clear_inputs else 0,
-                    cleared=tuple(self.cand_rows[:done]), tokens=tokens - freed,
-                    dropped=gone, dropped_exchanges=exchanges,
+                    cleared_inputs=inputs, cleared=tuple(self.cand_rows[:done]),
+                    tokens=tokens - freed, dropped=gone, dropped_exchanges=exchanges,
                 )
         return ToolContextEdit(
-            list(out), list(range(n)), cleared_results=done,
-            cleared_inputs=sum(map(len, self.by_call.values()))
-            if self.settings.clear_inputs else 0,
+            list(out), list(range(n)), cleared_results=done, cleared_inputs=inputs,
             cleared=tuple(self.cand_rows[:done]), tokens=tokens, resumed=resumed,
             touched=tuple(sorted(touched)),
         )
