@@ -179,9 +179,11 @@ def fit_hidden_prefix(
 
     The margin: the fit is a median, so a request held to exactly its rows' budget would be
     counted over about half the time. The margin is how far the fit undercounts its own
-    reports (the upper envelope: the largest `report - count(estimate)`), in [0, smallest
-    report / 8]: a stray report (a client resending its schemas) widens it, never past
-    that bound, and never moves the fit."""
+    reports (the upper envelope: the largest `report - count(estimate)`), at most 1/8 of the
+    smallest report: an older stray report widens it, never past that bound, and never moves
+    the fit. The newest report's own undercount is never bounded: the next request carries
+    every row it counted, and most likely what it counted that the rows do not show (a
+    client's attachment of a changed file), as the reference's single ratio assumes."""
     schemas = non_negative("tool_schema_tokens", tool_schema_tokens)
     window = [(non_negative("rows estimate", e), non_negative("reported", r))
               for e, r in list(pairs)[-PAIRS_KEPT:]]
@@ -202,8 +204,8 @@ def fit_hidden_prefix(
     smallest = min(r for _, r in window)
     prefix = max(0, min(prefix, smallest))
     central = HiddenPrefix(prefix, ratio)
-    margin = max(r - central.count(e) for e, r in window)
-    return HiddenPrefix(prefix, ratio, max(0, min(margin, smallest // 8)))
+    under = [r - central.count(e) for e, r in window]
+    return HiddenPrefix(prefix, ratio, max(0, min(max(under), smallest // 8), under[-1]))
 
 
 def _median(values: Sequence[Fraction]) -> Fraction:

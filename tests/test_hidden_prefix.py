@@ -37,7 +37,7 @@ def test_usage_8_the_fit_is_robust_to_a_cut_that_moves_the_prefix() -> None:
     """Pairs on `20,000 + 1.4 x estimate`, one of them after a cut that moved the prefix by
     3,000: the median of the slopes and of the intercepts ignores it."""
     pairs = [(e, 20_000 + 7 * e // 5) for e in (1_000, 5_000, 9_000, 13_000, 17_000)]
-    pairs.append((4_000, 23_000 + 7 * 4_000 // 5))
+    pairs.insert(3, (4_000, 23_000 + 7 * 4_000 // 5))
     fitted = fit_hidden_prefix(pairs)
     assert fitted is not None
     assert fitted.ratio == Fraction(7, 5) and fitted.prefix == 20_000
@@ -47,6 +47,32 @@ def test_usage_8_the_fit_is_robust_to_a_cut_that_moves_the_prefix() -> None:
     assert fitted.margin == 21_400 // 8
     assert fitted.rows_budget(48_000) == (48_000 - 20_000 - 2_675) * 5 // 7
     assert fitted.rows_budget(15_000) == 1  # the prefix alone is over: nothing fits
+    # the same pair as the newest report: the fit stays, its undercount is kept whole
+    newest = fit_hidden_prefix([*pairs[:3], *pairs[4:], pairs[3]])
+    assert newest == HiddenPrefix(20_000, Fraction(7, 5), 3_000)
+
+
+def test_usage_8_the_newest_report_s_undercount_is_never_bounded() -> None:
+    """Fifteen reports on `20,000 + 1.4 x estimate`, then the client attaches 6,000 tokens the
+    rows do not show (a changed file) and every later request carries them. Bounded to 1/8
+    of the smallest report (2,675), the margin let the next request be counted 3,324 over a
+    48,000 budget; the newest undercount kept whole holds it within."""
+    pairs = [(e, 20_000 + 7 * e // 5) for e in range(1_000, 16_000, 1_000)]
+    shifted = (16_000, 26_000 + 7 * 16_000 // 5)
+    fitted = fit_hidden_prefix([*pairs, shifted])
+    assert fitted == HiddenPrefix(20_000, Fraction(7, 5), 6_000)
+    rows = fitted.rows_budget(48_000)
+    assert rows == (48_000 - 20_000 - 6_000) * 5 // 7
+    assert 26_000 + 7 * rows // 5 <= 48_000  # the next request, attachment and all
+    bounded = HiddenPrefix(20_000, Fraction(7, 5), 21_400 // 8).rows_budget(48_000)
+    assert 26_000 + 7 * bounded // 5 - 48_000 == 3_324
+    # a report at the new level again: the newest undercount is the shift's, still whole
+    again = fit_hidden_prefix([*pairs, shifted, (16_500, 26_000 + 7 * 16_500 // 5)])
+    assert again is not None and again.margin == 6_000
+    # a report on the old line: the newest is no undercount; the older ones, bounded, stay
+    # (the 16 newest read: the smallest is now 22,800)
+    back = fit_hidden_prefix([*pairs, shifted, (17_000, 20_000 + 7 * 17_000 // 5)])
+    assert back == HiddenPrefix(20_000, Fraction(7, 5), 22_800 // 8)
 
 
 def test_usage_8_the_rows_budget_keeps_the_fit_s_own_error_free() -> None:
@@ -63,12 +89,14 @@ def test_usage_8_the_rows_budget_keeps_the_fit_s_own_error_free() -> None:
     rows = fitted.rows_budget(48_000)
     assert rows == (48_000 - 19_960 - 130) * 5 // 7
     assert 20_000 + 7 * rows // 5 + 90 <= 48_000  # the worst of the scatter still fits
-    # a prefix moved by 3,000 once (the 16 newest pairs read): the fit stays, the margin
-    # widens to its bound, 1/8 of the smallest report (22,760)
-    stray = fit_hidden_prefix([*pairs, (4_000, 23_000 + 7 * 4_000 // 5)])
-    assert stray == HiddenPrefix(19_960, Fraction(7, 5), 22_760 // 8)
-    assert fit_hidden_prefix([*pairs, (4_000, 90_000)]) == stray
-    wild = fit_hidden_prefix([(1000, 2000), (2000, 3000), (3000, 40_000), (4000, 40_000)])
+    # a prefix moved by 3,000 once, then a report as before: the fit stays, the margin widens
+    # to its bound, 1/8 of the smallest report (of the 16 newest read: 24,290)
+    tail = (16_000, 20_000 + 7 * 16_000 // 5 - 40)
+    stray = fit_hidden_prefix([*pairs, (4_000, 23_000 + 7 * 4_000 // 5), tail])
+    assert stray == HiddenPrefix(19_960, Fraction(7, 5), 24_290 // 8)
+    assert fit_hidden_prefix([*pairs, (4_000, 90_000), tail]) == stray
+    wild = fit_hidden_prefix([(1000, 2000), (2000, 3000), (3000, 40_000), (4000, 40_000),
+                              (5000, 6000)])
     assert wild is not None and wild.margin == 2000 // 8  # at most 1/8 of the smallest
     assert HiddenPrefix(100, Fraction(1)).rows_budget(1_000) == 900  # margin 0 by default
 

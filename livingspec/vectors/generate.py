@@ -407,6 +407,9 @@ def reported_usage_cases(s: ModuleType) -> Iterator[Case]:
         ([(e, 20_000 + 7 * e // 5 + (90 if e % 3000 == 0 else -40))
           for e in range(1_000, 17_000, 1_000)], 0),
         ([(1000, 2000), (2000, 3000), (3000, 40_000), (4000, 40_000)], 0),
+        ([*line[:3], (4_000, 28_600), *line[3:]], 0),
+        ([*line, (18_000, 26_000 + 7 * 18_000 // 5), (18_500, 26_000 + 7 * 18_500 // 5)], 0),
+        ([*line, (18_000, 26_000 + 7 * 18_000 // 5), (19_000, 20_000 + 7 * 19_000 // 5)], 0),
     )):
         yield Case(f"generated:hidden-prefix#{n}", ("USAGE-8",), "fit_hidden_prefix", None,
                    {"pairs": [list(p) for p in pairs], "tool_schema_tokens": schemas})
