@@ -246,3 +246,38 @@ def test_usage_8_the_agent_calibrates_the_hidden_prefix() -> None:
     assert over_fitted == 0 < over_single  # 0 of 30 against 7 of 30
     assert fitted.events and all(e.hidden_prefix is not None and e.ratio for e in fitted.events)
     assert all(e.hidden_prefix is None for e in single.events)
+
+
+def test_usage_8_the_agent_follows_a_prefix_that_grows_at_once() -> None:
+    """USAGE-8 in the Agent: from the 8th request on the provider counts 900 more hidden
+    tokens (a client attaching a changed file every later request carries). Of the requests
+    whose newest turn alone fits the budget, only the one that first carries them goes over:
+    the newest report's undercount is kept whole, so the next request is held below the new
+    level (with the margin bounded at 1/8 of the smallest report, requests 10, 13 and 15 went
+    over too, until the median fit followed)."""
+    budget = 4_000
+    seen: list[int] = []
+
+    def grown(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        return 2_000 + (900 if len(seen) >= 7 else 0) + counting(pieces)(rows, schemas)
+
+    def reports(rows: Sequence[ChatMessage], schemas: Sequence[ToolSchema]) -> int:
+        count = grown(rows, schemas)
+        seen.append(count)
+        return count
+
+    provider = ScriptedProvider(_script(10), reports=reports)
+    agent = _agent(budget, provider, Policy(hidden_prefix="calibrated"))
+    for t in range(10):
+        agent.turn(f"step {t}: please read the next file and fix what is wrong with it")
+    requests = [r for r in provider.requests if r.outcome == "reply"]
+    assert len(requests) == len(seen) == 30
+    over = []
+    for k, (request, count) in enumerate(zip(requests, seen, strict=True)):
+        rows = list(request.messages)
+        index = index_turns(rows)
+        alone = [*rows[: index.body_start], *rows[index.starts[-1]:]]
+        extra = count - counting(pieces)(rows, request.tool_schemas)
+        if count > budget and extra + counting(pieces)(alone, request.tool_schemas) <= budget:
+            over.append(k)
+    assert over == [7]
