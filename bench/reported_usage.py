@@ -30,8 +30,10 @@ over the budget, over it although the newest tool exchange alone would fit, the 
 with Anthropic's prompt cache relative to the estimate alone, and the needed context lost
 (`histtrim.review.loss`). Each corpus is split by sorted name: every third session is held
 out, the others tune (the plausibility ceiling of USAGE-7 and the form of USAGE-8's margin
-were chosen on the tuning part, the fit's window was not measured); both parts are printed
-side by side. Writes bench/results/reported_usage_prefix.csv."""
+were chosen on the tuning part, but for its newest-report exception, found on the held-out
+misses; the fit's window was not measured); both parts are printed side by side. Then the
+agents' own session files (`AGENT_SESSIONS`), which no choice read, at shares of each
+context's peak. Writes bench/results/reported_usage_prefix.csv."""
 
 from __future__ import annotations
 
@@ -236,41 +238,85 @@ PREFIX_LABELS = {"estimate": "estimate", "reported": "reported (ref.)",
 
 
 def recorded_truth(corpus: str, rows: list[ChatMessage], messages: list[dict[str, Any]],
-                   est: list[int]) -> Provider:
-    """The recorded provider of a session (see the module's docstring)."""
-    calls = recorded_calls(corpus, messages)
+                   est: list[int], calls: list[tuple[int, int]] | None = None) -> Provider:
+    """The recorded provider of a session (see the module's docstring); `calls`: (row of the
+    reply, recorded input) when not read from `messages` (an agent's own file, whose hidden
+    prefix is modelled as Claude Code's)."""
+    calls = recorded_calls(corpus, messages) if calls is None else calls
     first, last = calls[0], calls[-1]
-    hidden = max(0, first[1] - sum(est[: first[0]])) if corpus == "claude-code" else 0
+    hidden = (max(0, first[1] - sum(est[: first[0]])) if corpus != "mini-swe-agent" else 0)
     ratio = Fraction(last[1] - hidden, max(sum(est[: last[0]]), 1))
     blocks = tuple(round(cost * ratio) for cost in est)
     crumb_est = Pricing(SPEC).plain(breadcrumb_message())
     return Provider(blocks, round(crumb_est * ratio), hidden, tuple(calls))
 
 
+AGENT_SESSIONS = ROOT / "tests" / "data" / "agent_sessions"
+AGENT_CORPUS = "agent sessions"
+AGENT_SHARES = (50, 65, 80)
+"""The agents' own session files committed for the readers' tests (Claude Code, Codex CLI,
+Gemini CLI, Pi, OpenHands, each with its licence and provenance), used by no tuning: every
+context with at least `AGENT_MIN_CALLS` recorded calls, at budgets of 50, 65 and 80 % of its
+largest recorded input (their models and sizes differ too much for one budget)."""
+AGENT_MIN_CALLS = 10
+
+
+def agent_contexts() -> Iterator[tuple[str, list[ChatMessage], list[tuple[int, int]]]]:
+    """(name, rows, (row of the reply, recorded input) per call) of every context of the
+    agent session files, read by the package's readers, with enough calls to measure."""
+    from histtrim.cli.agentfiles import read_agent
+
+    for path in sorted(AGENT_SESSIONS.glob("*/*")):
+        found = read_agent(path.read_bytes(), path.stem) if path.suffix in (
+            ".json", ".jsonl") else None
+        if found is None:
+            continue
+        for part in found[1].parts:
+            if len(part.calls) < AGENT_MIN_CALLS or part.kind == "side-agent":
+                continue
+            records = [dict(r) for r in part.records]
+            rows = (from_anthropic(records).rows if part.provider_format == "anthropic"
+                    else from_openai(records))
+            yield (f"{found[0]}/{part.name}", rows,
+                   [(c.record, c.input_tokens) for c in part.calls])
+
+
 def prefix_table(only: tuple[str, ...] = ()) -> None:
-    """Issue 48's table: tuning and held-out sessions side by side. `only`: a corpus and
-    optionally a budget (`prefix claude-code 40000`), printed and not written."""
+    """Issue 48's table: tuning and held-out sessions side by side, then the agents' own
+    session files no tuning read (`AGENT_SESSIONS`). `only`: a corpus and optionally a
+    budget (`prefix claude-code 40000`, `prefix agents 65`), printed and not written."""
     crumb_est = Pricing(SPEC).plain(breadcrumb_message())
     runs: dict[tuple[str, str, int, str], list[UsageReplay]] = {}
     names: dict[tuple[str, str], int] = {}
     budgets = {c: tuple(b for b in bs if len(only) < 2 or str(b) == only[1])
                for c, bs in PREFIX_BUDGETS.items() if not only or c == only[0]}
+
+    def replay(corpus: str, part: str, rows: list[ChatMessage], truth: Provider,
+               est: list[int], chosen: tuple[tuple[int, int], ...]) -> None:
+        names[corpus, part] = names.get((corpus, part), 0) + 1
+        for key, budget in chosen:
+            for method in TABLE_METHODS:
+                runs.setdefault((corpus, part, key, method), []).append(replay_usage(
+                    rows, budget, "fitted" if method in FITS else method, truth,
+                    estimate_costs=est, crumb_estimate=crumb_est, measure_loss=True,
+                    fit_turn=FITS.get(method)))
+
     for corpus in budgets:
         paths = sorted((REAL / corpus).glob("*.jsonl"))
         for k, path in enumerate(paths):
-            part = "held out" if k % 3 == 2 else "tuning"
-            names[corpus, part] = names.get((corpus, part), 0) + 1
             messages = _jsonl(path)
             rows = (from_anthropic(messages).rows if corpus == "claude-code"
                     else from_openai(messages))
             est = message_costs(rows)
-            truth = recorded_truth(corpus, rows, messages, est)
-            for budget in budgets[corpus]:
-                for method in TABLE_METHODS:
-                    runs.setdefault((corpus, part, budget, method), []).append(replay_usage(
-                        rows, budget, "fitted" if method in FITS else method, truth,
-                        estimate_costs=est, crumb_estimate=crumb_est, measure_loss=True,
-                        fit_turn=FITS.get(method)))
+            replay(corpus, "held out" if k % 3 == 2 else "tuning", rows,
+                   recorded_truth(corpus, rows, messages, est), est,
+                   tuple((b, b) for b in budgets[corpus]))
+    shares = tuple(b for b in AGENT_SHARES if len(only) < 2 or str(b) == only[1])
+    for _name, rows, calls in agent_contexts() if not only or only[0] == "agents" else ():
+        est = message_costs(rows)
+        peak = max(r for _, r in calls)
+        replay(AGENT_CORPUS, "unseen", rows, recorded_truth(AGENT_CORPUS, rows, [], est, calls),
+               est, tuple((b, peak * b // 100) for b in shares))
     results: list[dict[str, object]] = []
     for (corpus, part, budget, method), done in runs.items():
         base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])
@@ -283,6 +329,7 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
         cost = sum((r.cost(ANTHROPIC) for r in done), Fraction(0))
         results.append({
             "corpus": corpus, "part": part, "sessions": len(done), "budget": budget,
+            "budget_of": "% of peak" if corpus == AGENT_CORPUS else "tokens",
             "method": method, "requests": requests, "over": over, "over_several": several,
             "over_fitting": fitting,
             "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
@@ -315,7 +362,16 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
                 table.append([corpus, f"{budget:,}", PREFIX_LABELS[method],
                               f"{by['tuning']['requests']:,}", *cell(by["tuning"]),
                               f"{by['held out']['requests']:,}", *cell(by["held out"])])
-    print(text_table(header, table))
+    if table:
+        print(text_table(header, table))
+    unseen = [[f"{budget} % of peak", PREFIX_LABELS[method], f"{r['requests']:,}", *cell(r)]
+              for budget in shares for method in TABLE_METHODS
+              for r in results if (r["corpus"], r["budget"], r["method"])
+              == (AGENT_CORPUS, budget, method)]
+    if unseen:
+        print(f"\n{AGENT_CORPUS} (no tuning read them):")
+        print(text_table(["budget", "method", "requests", "over %", ">1 turn", "exch. fits",
+                          "cost", "lost %"], unseen))
     print("sessions: " + ", ".join(f"{c} {p} {n}" for (c, p), n in sorted(names.items())))
     if not only:
         print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
