@@ -281,10 +281,46 @@ def agent_contexts() -> Iterator[tuple[str, list[ChatMessage], list[tuple[int, i
                    [(c.record, c.input_tokens) for c in part.calls])
 
 
-def prefix_table(only: tuple[str, ...] = ()) -> None:
+SHORT_CORPUS = "claude-code short parts"
+"""The Claude Code contexts the corpus leaves out for their size (estimated below
+`MIN_TOKENS`, tools/real_sessions.py), read from the same repositories' history by that
+script's own functions and never written anywhere: sessions no choice read, measured as the
+agents' files are (`AGENT_SHARES`, `AGENT_MIN_CALLS`)."""
+
+
+def short_contexts(mirror: Path) -> Iterator[tuple[str, list[ChatMessage],
+                                                   list[tuple[int, int]]]]:
+    """(name, rows, (row of the reply, recorded input) per call) of each `SHORT_CORPUS`
+    context in the bare clones under `mirror` (`DIR/OWNER+NAME/repo`, as the script reads)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import real_sessions as build
+
+    found = []
+    for repo in build.CLAUDE_REPOS:
+        gitdir = str(mirror / repo.slug.replace("/", "+") / "repo")
+        found += [v for v in build.versions(repo, gitdir)
+                  if build.license_at(repo, gitdir, v.commit) is not None]
+    kept, _ = build.merged_sessions(found)
+    for v in sorted(kept, key=lambda v: (v.repo.slug, v.session)):
+        parts, _why = build.transcript_parts([dict(r) for r in v.rows])
+        for k, part in enumerate(parts):
+            messages = build.corpus_messages(part)
+            if build._estimate(messages) >= build.MIN_TOKENS:
+                continue
+            calls = recorded_calls("claude-code", messages)
+            if len(calls) >= AGENT_MIN_CALLS:
+                yield (f"{v.repo.slug}/{v.session[:8]}#{k + 1}",
+                       from_anthropic(messages).rows, calls)
+
+
+def prefix_table(only: tuple[str, ...] = (), mirror: Path | None = None) -> None:
     """Issue 48's table: tuning and held-out sessions side by side, then the agents' own
-    session files no tuning read (`AGENT_SESSIONS`). `only`: a corpus and optionally a
-    budget (`prefix claude-code 40000`, `prefix agents 65`), printed and not written."""
+    session files no tuning read (`AGENT_SESSIONS`), and with `mirror` the Claude Code
+    contexts too short for the corpus (`SHORT_CORPUS`, printed, never written). `only`: a
+    corpus and optionally a budget (`prefix claude-code 40000`, `prefix agents 65`,
+    `prefix short 65 --mirror DIR`), printed and not written."""
     crumb_est = Pricing(SPEC).plain(breadcrumb_message())
     runs: dict[tuple[str, str, int, str], list[UsageReplay]] = {}
     names: dict[tuple[str, str], int] = {}
@@ -312,11 +348,17 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
                    recorded_truth(corpus, rows, messages, est), est,
                    tuple((b, b) for b in budgets[corpus]))
     shares = tuple(b for b in AGENT_SHARES if len(only) < 2 or str(b) == only[1])
-    for _name, rows, calls in agent_contexts() if not only or only[0] == "agents" else ():
-        est = message_costs(rows)
-        peak = max(r for _, r in calls)
-        replay(AGENT_CORPUS, "unseen", rows, recorded_truth(AGENT_CORPUS, rows, [], est, calls),
-               est, tuple((b, peak * b // 100) for b in shares))
+    unseen_groups = []
+    if not only or only[0] == "agents":
+        unseen_groups.append((AGENT_CORPUS, agent_contexts()))
+    if mirror is not None and (not only or only[0] == "short"):
+        unseen_groups.append((SHORT_CORPUS, short_contexts(mirror)))
+    for group, contexts in unseen_groups:
+        for _name, rows, calls in contexts:
+            est = message_costs(rows)
+            peak = max(r for _, r in calls)
+            replay(group, "unseen", rows, recorded_truth(group, rows, [], est, calls),
+                   est, tuple((b, peak * b // 100) for b in shares))
     results: list[dict[str, object]] = []
     for (corpus, part, budget, method), done in runs.items():
         base = sum(r.cost(ANTHROPIC) for r in runs[corpus, part, budget, "estimate"])
@@ -329,7 +371,7 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
         cost = sum((r.cost(ANTHROPIC) for r in done), Fraction(0))
         results.append({
             "corpus": corpus, "part": part, "sessions": len(done), "budget": budget,
-            "budget_of": "% of peak" if corpus == AGENT_CORPUS else "tokens",
+            "budget_of": "% of peak" if part == "unseen" else "tokens",
             "method": method, "requests": requests, "over": over, "over_several": several,
             "over_fitting": fitting,
             "cost_vs_estimate": round(float(cost / base), 4) if base else 0,
@@ -340,7 +382,7 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
         with PREFIX_OUT.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(results[0]))
             writer.writeheader()
-            writer.writerows(results)
+            writer.writerows(r for r in results if r["corpus"] != SHORT_CORPUS)
 
     def cell(r: dict[str, Any]) -> list[str]:
         requests = max(int(r["requests"]), 1)
@@ -364,14 +406,16 @@ def prefix_table(only: tuple[str, ...] = ()) -> None:
                               f"{by['held out']['requests']:,}", *cell(by["held out"])])
     if table:
         print(text_table(header, table))
-    unseen = [[f"{budget} % of peak", PREFIX_LABELS[method], f"{r['requests']:,}", *cell(r)]
-              for budget in shares for method in TABLE_METHODS
-              for r in results if (r["corpus"], r["budget"], r["method"])
-              == (AGENT_CORPUS, budget, method)]
-    if unseen:
-        print(f"\n{AGENT_CORPUS} (no tuning read them):")
-        print(text_table(["budget", "method", "requests", "over %", ">1 turn", "exch. fits",
-                          "cost", "lost %"], unseen))
+    for group, _contexts in unseen_groups:
+        unseen = [[f"{budget} % of peak", PREFIX_LABELS[method], f"{r['requests']:,}",
+                   *cell(r)]
+                  for budget in shares for method in TABLE_METHODS
+                  for r in results if (r["corpus"], r["budget"], r["method"])
+                  == (group, budget, method)]
+        if unseen:
+            print(f"\n{group} (no choice read them):")
+            print(text_table(["budget", "method", "requests", "over %", ">1 turn",
+                              "exch. fits", "cost", "lost %"], unseen))
     print("sessions: " + ", ".join(f"{c} {p} {n}" for (c, p), n in sorted(names.items())))
     if not only:
         print(f"written: {PREFIX_OUT.relative_to(ROOT)}")
@@ -381,6 +425,11 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["prefix"]:
-        prefix_table(tuple(sys.argv[2:4]))
+        args = sys.argv[2:]
+        mirror = None
+        if "--mirror" in args:
+            at = args.index("--mirror")
+            mirror, args = Path(args[at + 1]), args[:at] + args[at + 2:]
+        prefix_table(tuple(args[:2]), mirror)
     else:
         main()
