@@ -513,9 +513,10 @@ FUNCTIONS: dict[str, dict[str, Any]] = {
                                   "rows do not show, or null: no usable pair."),
                  "ratio": _field({"type": ["string", "null"]}, "Provider tokens per estimated "
                                  "token of the rows, an exact ratio such as \"7/5\"."),
-                 "margin": _field({"type": ["integer", "null"]}, "The provider tokens the fit "
-                                  "undercounts its reports by (the largest but one), kept "
-                                  "free below the budget.")}),
+                 "margin": _field({"type": ["integer", "null"]}, "The most the fit "
+                                  "undercounts one of its reports by, at most 1/8 of the "
+                                  "smallest but never less than its undercount of the "
+                                  "newest; kept free below the budget.")}),
         {"tool_schema_tokens": 0},
         "The hidden prefix and the rows' ratio fitted on a session's reports (USAGE-8)."),
 }
