@@ -6,12 +6,11 @@ Warm (or with no clock) nothing changes. Driven by each framework's own fake mod
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from fractions import Fraction
-from typing import Any
 
 import pytest
+from weather_runs import RUNS
 
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage
@@ -21,17 +20,8 @@ COLD = Policy(token_trim_target=Fraction(7, 10),
               cold_cache=ColdCache(lifetime=300, cut_from=Fraction(3, 4)))
 TURNS = 14
 BUDGET = 2_400
-SYSTEM = "You are terse."
 IDLE_FROM = 7
 """From this turn on, the user comes back after 1,000 idle seconds (the cache is cold)."""
-
-
-def question(i: int) -> str:
-    return f"question {i} " + "x" * (200 + 37 * (i % 7))
-
-
-def weather(city: str) -> str:
-    return f"sunny in {city} " * 20
 
 
 def clock(idle: bool) -> Callable[[], float]:
@@ -49,137 +39,10 @@ def clock(idle: bool) -> Callable[[], float]:
     return now
 
 
-def langchain_run(
-        policy: Policy, clock: Callable[[], float] | None,
-        events: list[HistoryTrimmed], budget: int = BUDGET,
-) -> list[list[ChatMessage]]:
-    pytest.importorskip("langchain.agents")
-    from langchain.agents import create_agent
-    from langchain_core.language_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-    from langchain_core.tools import tool
-
-    from histtrim.adapters.langchain import from_langchain
-    from histtrim.integrations.langchain import HisttrimMiddleware
-
-    class FakeModel(GenericFakeChatModel):
-        seen: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field
-
-        def bind_tools(self, tools: Any, **kwargs: Any) -> FakeModel:
-            return self
-
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> Any:
-            self.seen.append(list(messages))
-            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-    @tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return weather(city)
-
-    middleware = HisttrimMiddleware(budget_tokens=budget, policy=policy, clock=clock,
-                                    on_trim=events.append)
-    messages: list[BaseMessage] = []
-    sent: list[list[ChatMessage]] = []
-    for i in range(TURNS):
-        replies = [
-            AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": f"C{i}"},
-                                       "id": f"call_{i}"}]),
-            AIMessage(f"answer {i}"),
-        ]
-        model = FakeModel(messages=iter(replies), seen=[])
-        agent = create_agent(model, tools=[get_weather], system_prompt=SYSTEM,
-                             middleware=[middleware])
-        messages = agent.invoke({"messages": [*messages, HumanMessage(question(i))]})[
-            "messages"]
-        sent += [from_langchain(request) for request in model.seen]
-    return sent
-
-
-def pydantic_ai_run(
-        policy: Policy, clock: Callable[[], float] | None,
-        events: list[HistoryTrimmed], budget: int = BUDGET,
-) -> list[list[ChatMessage]]:
-    pytest.importorskip("pydantic_ai")
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import (
-        ModelMessage,
-        ModelResponse,
-        TextPart,
-        ToolCallPart,
-        ToolReturnPart,
-    )
-    from pydantic_ai.models.function import AgentInfo, FunctionModel
-
-    from histtrim.integrations.pydantic_ai import HisttrimCapability, to_rows
-
-    seen: list[list[ModelMessage]] = []
-
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        seen.append(list(messages))
-        turn = sum(1 for m in messages if isinstance(m, ModelResponse)) // 2
-        if any(isinstance(p, ToolReturnPart) for p in messages[-1].parts):
-            return ModelResponse(parts=[TextPart(f"answer {turn}")])
-        return ModelResponse(parts=[ToolCallPart("get_weather", {"city": f"C{turn}"},
-                                                 tool_call_id=f"call_{turn}")])
-
-    capability = HisttrimCapability(budget_tokens=budget, policy=policy, clock=clock,
-                                    on_trim=events.append)
-    agent = Agent(FunctionModel(model), system_prompt=SYSTEM, capabilities=[capability])
-
-    @agent.tool_plain
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return weather(city)
-
-    history: list[ModelMessage] = []
-    for i in range(TURNS):
-        history = agent.run_sync(question(i), message_history=history).all_messages()
-    return [to_rows(request)[1] for request in seen]
-
-
-def openai_agents_run(
-        policy: Policy, clock: Callable[[], float] | None,
-        events: list[HistoryTrimmed], budget: int = BUDGET,
-) -> list[list[ChatMessage]]:
-    pytest.importorskip("agents")
-    from agents import Agent, RunConfig, function_tool
-    from agents.testing import ScriptedModel, assistant_message, function_call
-
-    from histtrim.integrations.openai_agents import (
-        HisttrimInputFilter,
-        run_with_histtrim,
-        to_rows,
-    )
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return weather(city)
-
-    trimming = HisttrimInputFilter(budget_tokens=budget, policy=policy, clock=clock,
-                                   on_trim=events.append)
-    system = [ChatMessage.system(SYSTEM)]
-    items: list[Any] = []
-    sent: list[list[ChatMessage]] = []
-    for i in range(TURNS):
-        model = ScriptedModel([
-            [function_call("get_weather", {"city": f"C{i}"}, call_id=f"call_{i}")],
-            [assistant_message(f"answer {i}")],
-        ])
-        agent = Agent(name="weather", instructions=SYSTEM, model=model, tools=[get_weather])
-        result = asyncio.run(run_with_histtrim(
-            agent, [*items, {"role": "user", "content": question(i)}], trimming=trimming,
-            run_config=RunConfig(tracing_disabled=True),
-        ))
-        items = result.to_input_list()
-        sent += [[*system, *to_rows(call.input)[1]] for call in model.calls]
-    return sent
-
-
-RUNS = {"langchain": langchain_run, "pydantic-ai": pydantic_ai_run,
-        "openai-agents": openai_agents_run}
+def requests(name: str, policy: Policy, clock: Callable[[], float] | None,
+             events: list[HistoryTrimmed], budget: int = BUDGET) -> list[list[ChatMessage]]:
+    """The requests framework `name`'s model received over the `TURNS`-turn session."""
+    return RUNS[name](policy, clock, events, budget, TURNS)[0]
 
 
 def first_cut(sent: list[list[ChatMessage]]) -> int:
@@ -194,13 +57,12 @@ def extends(longer: list[ChatMessage], shorter: list[ChatMessage]) -> bool:
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_cold_request_cuts_deep_and_the_cut_is_held(name: str) -> None:
-    run = RUNS[name]
     plain: list[HistoryTrimmed] = []
     warm: list[HistoryTrimmed] = []
     cold: list[HistoryTrimmed] = []
-    unclocked = run(COLD, None, plain)
-    warm_sent = run(COLD, clock(idle=False), warm)
-    cold_sent = run(COLD, clock(idle=True), cold)
+    unclocked = requests(name, COLD, None, plain)
+    warm_sent = requests(name, COLD, clock(idle=False), warm)
+    cold_sent = requests(name, COLD, clock(idle=True), cold)
     # warm, the clock changes nothing: today's cut, no cold event
     assert warm_sent == unclocked and warm == plain and plain
     assert all(e.cold_cache is None for e in warm)
@@ -236,11 +98,10 @@ def cleared(request: list[ChatMessage]) -> int:
 
 @pytest.mark.parametrize("name", sorted(RUNS))
 def test_a_cold_request_clears_in_one_batch_and_the_clear_is_held(name: str) -> None:
-    run = RUNS[name]
     warm_events: list[HistoryTrimmed] = []
     events: list[HistoryTrimmed] = []
-    warm = run(CLEAR, clock(idle=False), warm_events, 100_000)
-    cold = run(CLEAR, clock(idle=True), events, 100_000)
+    warm = requests(name, CLEAR, clock(idle=False), warm_events, 100_000)
+    cold = requests(name, CLEAR, clock(idle=True), events, 100_000)
     assert not warm_events and not events  # no whole turn dropped: only the clear acts
     first_warm = next(k for k, rows in enumerate(warm) if cleared(rows))
     first_cold = next(k for k, rows in enumerate(cold) if cleared(rows))
@@ -256,7 +117,7 @@ def test_with_the_cut_and_the_clear_the_prefix_moves_only_on_cold_requests(name:
     # the cold cut and the cold clear together (a 2,400-token budget): every request that
     # does not extend the one before is a cold one (a turn's first after the idle gap)
     events: list[HistoryTrimmed] = []
-    sent = RUNS[name](CLEAR, clock(idle=True), events, BUDGET)
+    sent = requests(name, CLEAR, clock(idle=True), events)
     moved = [k for k in range(1, len(sent)) if not extends(sent[k], sent[k - 1])]
     assert moved and all(k % 2 == 0 and k >= 2 * IDLE_FROM for k in moved)
     assert any(cleared(rows) for rows in sent) and any(e.cold_cache for e in events)
