@@ -261,8 +261,8 @@ largest recorded input (their models and sizes differ too much for one budget)."
 AGENT_MIN_CALLS = 10
 
 
-def agent_contexts() -> Iterator[tuple[str, list[ChatMessage], list[tuple[int, int]]]]:
-    """(name, rows, (row of the reply, recorded input) per call) of every context of the
+def agent_contexts() -> Iterator[tuple[list[ChatMessage], list[tuple[int, int]]]]:
+    """(rows, (row of the reply, recorded input) per call) of every context of the
     agent session files, read by the package's readers, with enough calls to measure."""
     from histtrim.cli.agentfiles import read_agent
 
@@ -277,8 +277,7 @@ def agent_contexts() -> Iterator[tuple[str, list[ChatMessage], list[tuple[int, i
             records = [dict(r) for r in part.records]
             rows = (from_anthropic(records).rows if part.provider_format == "anthropic"
                     else from_openai(records))
-            yield (f"{found[0]}/{part.name}", rows,
-                   [(c.record, c.input_tokens) for c in part.calls])
+            yield rows, [(c.record, c.input_tokens) for c in part.calls]
 
 
 SHORT_CORPUS = "claude-code short parts"
@@ -288,9 +287,8 @@ script's own functions and never written anywhere: sessions no choice read, meas
 agents' files are (`AGENT_SHARES`, `AGENT_MIN_CALLS`)."""
 
 
-def short_contexts(mirror: Path) -> Iterator[tuple[str, list[ChatMessage],
-                                                   list[tuple[int, int]]]]:
-    """(name, rows, (row of the reply, recorded input) per call) of each `SHORT_CORPUS`
+def short_contexts(mirror: Path) -> Iterator[tuple[list[ChatMessage], list[tuple[int, int]]]]:
+    """(rows, (row of the reply, recorded input) per call) of each `SHORT_CORPUS`
     context in the bare clones under `mirror` (`DIR/OWNER+NAME/repo`, as the script reads)."""
     import sys
 
@@ -305,14 +303,13 @@ def short_contexts(mirror: Path) -> Iterator[tuple[str, list[ChatMessage],
     kept, _ = build.merged_sessions(found)
     for v in sorted(kept, key=lambda v: (v.repo.slug, v.session)):
         parts, _why = build.transcript_parts([dict(r) for r in v.rows])
-        for k, part in enumerate(parts):
+        for part in parts:
             messages = build.corpus_messages(part)
             if build._estimate(messages) >= build.MIN_TOKENS:
                 continue
             calls = recorded_calls("claude-code", messages)
             if len(calls) >= AGENT_MIN_CALLS:
-                yield (f"{v.repo.slug}/{v.session[:8]}#{k + 1}",
-                       from_anthropic(messages).rows, calls)
+                yield from_anthropic(messages).rows, calls
 
 
 def prefix_table(only: tuple[str, ...] = (), mirror: Path | None = None) -> None:
@@ -354,7 +351,7 @@ def prefix_table(only: tuple[str, ...] = (), mirror: Path | None = None) -> None
     if mirror is not None and (not only or only[0] == "short"):
         unseen_groups.append((SHORT_CORPUS, short_contexts(mirror)))
     for group, contexts in unseen_groups:
-        for _name, rows, calls in contexts:
+        for rows, calls in contexts:
             est = message_costs(rows)
             peak = max(r for _, r in calls)
             replay(group, "unseen", rows, recorded_truth(group, rows, [], est, calls),
