@@ -10,7 +10,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 import pytest
-from weather_runs import RUNS
+from framework_runs import RUNS
 
 from histtrim.events import HistoryTrimmed, TrimReason
 from histtrim.messages import ChatMessage

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from weather_runs import RUNS
+from framework_runs import RUNS
 
 from histtrim.events import HistoryTrimmed
 from histtrim.policy import Policy

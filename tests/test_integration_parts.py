@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from framework_runs import langchain_model
 
 from histtrim import IMAGE_TOKENS, validate_tool_pairing
 from histtrim.policy import SPEC, Policy
@@ -23,23 +24,6 @@ HELD = Policy(token_trim_target=Fraction(7, 10))
 
 
 # ------------------------------------------------------------------------------ LangChain
-
-
-def langchain_model(replies: list[Any]) -> Any:
-    from langchain_core.language_models import GenericFakeChatModel
-
-    class Fake(GenericFakeChatModel):
-        seen: list[list[Any]] = []  # noqa: RUF012 - a pydantic field
-
-        def bind_tools(self, tools: Any, **kwargs: Any) -> Fake:
-            return self
-
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
-                      **kwargs: Any) -> Any:
-            self.seen.append(list(messages))
-            return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-    return Fake(messages=iter(replies), seen=[])
 
 
 def test_est_2_a_langchain_models_generated_image_costs_one_image() -> None:

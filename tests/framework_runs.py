@@ -1,7 +1,8 @@
-"""The weather session each framework integration is tested on (tests of the held cut and
-the cold cache): one system prompt, `turns` questions, each answered by one tool call and
-a reply, driven by the framework's own fake model. Each run returns every request the model
-received and the framework's whole history at the end, as histtrim rows."""
+"""What the framework integrations' tests drive them with: LangChain's fake chat model that
+records every request (`langchain_model`), and the weather session (the held-cut and cold-cache
+tests): one system prompt, `turns` questions, each answered by one tool call and a reply,
+driven by each framework's own fake model. Each run returns every request the model received
+and the framework's whole history at the end, as histtrim rows."""
 
 from __future__ import annotations
 
@@ -28,27 +29,34 @@ def weather(city: str) -> str:
     return f"sunny in {city} " * 20
 
 
-def langchain_run(policy: Policy, clock: Callable[[], float] | None,
-                  events: list[HistoryTrimmed], budget: int, turns: int) -> Run:
-    pytest.importorskip("langchain.agents")
-    from langchain.agents import create_agent
+def langchain_model(replies: list[Any]) -> Any:
+    """LangChain's fake chat model answering with `replies`, tools bound to itself, every
+    request it receives recorded in `seen`."""
     from langchain_core.language_models import GenericFakeChatModel
-    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-    from langchain_core.tools import tool
 
-    from histtrim.adapters.langchain import from_langchain
-    from histtrim.integrations.langchain import HisttrimMiddleware
+    class Fake(GenericFakeChatModel):
+        seen: list[list[Any]] = []  # noqa: RUF012 - a pydantic field
 
-    class FakeModel(GenericFakeChatModel):
-        seen: list[list[BaseMessage]] = []  # noqa: RUF012 - a pydantic field
-
-        def bind_tools(self, tools: Any, **kwargs: Any) -> FakeModel:
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Fake:
             return self
 
         def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None,
                       **kwargs: Any) -> Any:
             self.seen.append(list(messages))
             return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    return Fake(messages=iter(replies), seen=[])
+
+
+def langchain_run(policy: Policy, clock: Callable[[], float] | None,
+                  events: list[HistoryTrimmed], budget: int, turns: int) -> Run:
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+    from langchain_core.tools import tool
+
+    from histtrim.adapters.langchain import from_langchain
+    from histtrim.integrations.langchain import HisttrimMiddleware
 
     @tool
     def get_weather(city: str) -> str:
@@ -65,7 +73,7 @@ def langchain_run(policy: Policy, clock: Callable[[], float] | None,
                                        "id": f"call_{i}"}]),
             AIMessage(f"answer {i}"),
         ]
-        model = FakeModel(messages=iter(replies), seen=[])
+        model = langchain_model(replies)
         agent = create_agent(model, tools=[get_weather], system_prompt=SYSTEM,
                              middleware=[middleware])
         messages = agent.invoke({"messages": [*messages, HumanMessage(question(i))]})[
